@@ -1,0 +1,110 @@
+"""Typed mailboxes on trio memory channels: `call` (request, reply, timeout) and `cast`.
+
+A call carries a one-slot reply channel; the actor answers inside `with letter:` so that an
+actor which crashes mid-message closes the reply channel and the caller learns at once
+(`ActorCrashed`) rather than waiting out its timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+import outcome
+import trio
+
+M = TypeVar("M")
+
+
+class ActorError(Exception):
+    """A call to an actor did not complete."""
+
+
+class ActorCrashed(ActorError):
+    pass
+
+
+class ActorTimeout(ActorError):
+    pass
+
+
+@dataclass
+class Letter(Generic[M]):
+    """One message and, for a call, where its answer goes."""
+
+    body: M
+    _reply: trio.MemorySendChannel[outcome.Outcome[Any]] | None = None
+
+    def reply(self, value: Any) -> None:
+        if self._reply is not None:
+            self._reply.send_nowait(outcome.Value(value))
+
+    def fail(self, exc: BaseException) -> None:
+        if self._reply is not None:
+            self._reply.send_nowait(outcome.Error(exc))
+
+    def __enter__(self) -> Letter[M]:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._reply is not None:
+            self._reply.close()
+
+
+class Mailbox(Generic[M]):
+    """An actor's inbox.
+
+    Args:
+        name: the actor's name, for errors.
+        size: the buffer. Each actor chooses and explains its own.
+    """
+
+    def __init__(self, name: str, size: int) -> None:
+        self.name = name
+        self._send, self._recv = trio.open_memory_channel[Letter[M]](size)
+
+    async def cast(self, body: M) -> None:
+        """Deliver `body` and return; waits only while the buffer is full (backpressure)."""
+        await self._send.send(Letter(body))
+
+    def cast_nowait(self, body: M) -> bool:
+        """Deliver without waiting; False when the buffer is full and the message was not sent."""
+        try:
+            self._send.send_nowait(Letter(body))
+        except trio.WouldBlock:
+            return False
+        return True
+
+    async def call(self, body: M, timeout: float) -> Any:
+        """Deliver `body` and wait at most `timeout` seconds for the answer.
+
+        Raises:
+            ActorTimeout: no answer in time.
+            ActorCrashed: the actor failed while holding the message.
+            Exception: whatever the actor failed the call with.
+        """
+        # One slot: the actor sends exactly one answer and must never block on it.
+        reply_send, reply_recv = trio.open_memory_channel[outcome.Outcome[Any]](1)
+        try:
+            with trio.fail_after(timeout):
+                await self._send.send(Letter(body, reply_send))
+                async with reply_recv:
+                    result = await reply_recv.receive()
+        except trio.TooSlowError:
+            raise ActorTimeout(f"{self.name} did not answer within {timeout:g} s") from None
+        except trio.EndOfChannel:
+            raise ActorCrashed(f"{self.name} stopped before answering") from None
+        return result.unwrap()
+
+    async def receive(self) -> Letter[M]:
+        return await self._recv.receive()
+
+    def receive_nowait(self) -> Letter[M]:
+        return self._recv.receive_nowait()
+
+    async def __aiter__(self) -> AsyncIterator[Letter[M]]:
+        while True:
+            yield await self._recv.receive()

@@ -1,0 +1,182 @@
+"""The stdio transport actor: newline-delimited JSON-RPC on stdin/stdout.
+
+It claims fd 1 at start (the protocol keeps a private duplicate; fd 1 then points at
+stderr), so a stray print or native write can never corrupt the stream. Lines are read with
+trio's FdStream (no thread hop per line), up to `max_line` bytes each; a longer line is
+skipped without being held in memory and answered with an error. EOF ends the actor.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from dataclasses import dataclass
+
+import structlog
+import trio
+import trio.lowlevel
+
+from specactor.actors.dispatcher import Dispatcher, Job
+from specactor.actors.peer import PeerLink
+from specactor.protocol.errors import INVALID_REQUEST
+from specactor.protocol.frames import error_response, parse
+from specactor.protocol.server import ServerCore
+from specactor.protocol.session import Session
+
+log = structlog.get_logger("specactor.stdio")
+
+CHUNK = 64 * 1024
+BIG_CHUNK = 1024 * 1024  # once a line is past one chunk, read faster
+
+
+class TooLong:
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+@dataclass
+class StdioFds:
+    """The descriptors the protocol uses: a duplicate of stdin and the claimed stdout."""
+
+    read_fd: int
+    write_fd: int
+
+    @classmethod
+    def claim(cls) -> StdioFds:
+        """Duplicate fd 0 and fd 1 for the protocol, then point fd 1 at stderr."""
+        sys.stdout.flush()
+        read_fd = os.dup(0)
+        write_fd = os.dup(1)
+        os.dup2(2, 1)
+        return cls(read_fd, write_fd)
+
+
+class _ThreadStream:
+    """Blocking I/O on a worker thread, for a regular file that epoll cannot watch."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def receive_some(self, max_bytes: int) -> bytes:
+        return await trio.to_thread.run_sync(os.read, self.fd, max_bytes)
+
+    async def send_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = await trio.to_thread.run_sync(os.write, self.fd, view)
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        os.close(self.fd)
+
+
+def open_stream(fd: int) -> trio.lowlevel.FdStream | _ThreadStream:
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return _ThreadStream(fd)
+    return trio.lowlevel.FdStream(fd)
+
+
+class LineReader:
+    """Splits a byte stream into lines, holding at most `max_line` bytes plus one chunk."""
+
+    def __init__(self, stream: trio.lowlevel.FdStream | _ThreadStream, max_line: int) -> None:
+        self.stream = stream
+        self.max_line = max_line
+        self.buf = bytearray()
+        self.scanned = 0
+        self.skipping = 0  # bytes of an over-long line dropped so far
+
+    async def next(self) -> bytes | TooLong | None:
+        """The next line (without its newline), a TooLong marker, or None at EOF."""
+        while True:
+            end = self.buf.find(b"\n", self.scanned)
+            if end >= 0:
+                if self.skipping:
+                    size = self.skipping + end
+                    del self.buf[: end + 1]
+                    self.skipping = self.scanned = 0
+                    return TooLong(size)
+                line = bytes(self.buf[:end])
+                del self.buf[: end + 1]
+                self.scanned = 0
+                return line
+            self.scanned = len(self.buf)
+            if self.skipping or len(self.buf) > self.max_line:
+                self.skipping += len(self.buf)
+                self.buf.clear()
+                self.scanned = 0
+            data = await self.stream.receive_some(BIG_CHUNK if len(self.buf) > CHUNK or self.skipping else CHUNK)
+            if not data:
+                if self.buf and not self.skipping:
+                    line = bytes(self.buf)
+                    self.buf.clear()
+                    return line
+                return None
+            self.buf += data
+
+
+class StdioConnection:
+    def __init__(self, stream: trio.lowlevel.FdStream | _ThreadStream, session: Session) -> None:
+        self.stream = stream
+        self.session = session
+        self.peer = PeerLink(self.send)
+        self._lock = trio.Lock()
+        self.broken = trio.Event()
+
+    async def send(self, data: bytes) -> None:
+        if self.broken.is_set():
+            return
+        async with self._lock:
+            try:
+                await self.stream.send_all(data + b"\n")
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                log.warning("stdout closed; the client is gone", error=str(err))
+                self.broken.set()
+
+
+class StdioTransport:
+    """Args:
+        core, dispatcher: where frames go.
+        fds: the claimed descriptors.
+        max_line: the longest accepted line in bytes.
+    """
+
+    def __init__(self, core: ServerCore, dispatcher: Dispatcher, fds: StdioFds, *,
+                 max_line: int = 64 * 1024 * 1024) -> None:
+        self.core = core
+        self.dispatcher = dispatcher
+        self.fds = fds
+        self.max_line = max_line
+        self.session = Session()
+        self.closed = trio.Event()
+        self.conn: StdioConnection | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        if self.conn is None:
+            self.conn = StdioConnection(open_stream(self.fds.write_fd), self.session)
+        conn = self.conn
+        reader = LineReader(open_stream(self.fds.read_fd), self.max_line)
+        task_status.started()
+        try:
+            while not conn.broken.is_set():
+                line = await reader.next()
+                if line is None:
+                    break
+                at = time.time()
+                if isinstance(line, TooLong):
+                    await conn.send(error_response(None, INVALID_REQUEST,
+                                                   f"Invalid Request: the message is {line.size} bytes; "
+                                                   f"the limit is {self.max_line} bytes"))
+                    continue
+                parsed = parse(line, batches=self.core.accepts_batches(self.session))
+                if not parsed.messages and not parsed.errors:
+                    continue
+                for msg in parsed.messages:
+                    # Cancels act at once, so they never queue behind the work they cancel.
+                    if msg.method == "notifications/cancelled":
+                        self.dispatcher.cancel(conn, self.core.notification(msg, self.session))
+                await self.dispatcher.submit(Job(conn, parsed.messages, parsed.errors, parsed.batch, at))
+        finally:
+            self.closed.set()

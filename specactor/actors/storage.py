@@ -1,0 +1,222 @@
+"""The storage actor: it owns every write to the workspace.
+
+Each write is atomic (temp file in the same directory, fsync, rename, fsync of the
+directory) and happens under an advisory lock on `<root>/.specactor/workspace.lock`, so two
+specactor processes on one workspace serialise their read-modify-write transactions and never
+lose an update. Paths are checked first: nothing outside the root is read or written, and a
+symlink that leads out of it is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+import trio
+
+from specactor.actors.mailbox import Mailbox
+
+T = TypeVar("T")
+
+LOCK_WAIT = 10.0  # seconds to wait for another process's transaction before giving up
+
+
+class PathEscape(ValueError):
+    """A path that is absolute, climbs out with `..`, holds a NUL or backslash, or leaves via a symlink."""
+
+
+class LockBusy(RuntimeError):
+    pass
+
+
+def safe_relative(rel: str) -> PurePosixPath:
+    """Check the spelling of a workspace-relative path; raise PathEscape naming the problem."""
+    if not rel or "\x00" in rel:
+        raise PathEscape(f"invalid path {rel!r}: empty or contains NUL")
+    if "\\" in rel:
+        raise PathEscape(f"invalid path {rel!r}: backslashes are not allowed")
+    path = PurePosixPath(rel)
+    if path.is_absolute():
+        raise PathEscape(f"invalid path {rel!r}: must be relative to the workspace")
+    if any(part == ".." for part in path.parts):
+        raise PathEscape(f"invalid path {rel!r}: '..' segments are not allowed")
+    return path
+
+
+def resolve_inside(root: Path, rel: str) -> Path:
+    """`root/rel`, refusing anything that escapes `root`, through symlinks too."""
+    target = root / safe_relative(rel)
+    real_root = root.resolve()
+    real = target.resolve()
+    if real != real_root and real_root not in real.parents:
+        raise PathEscape(f"invalid path {rel!r}: leads outside the workspace")
+    return target
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so a reader or a crash sees the old bytes or the new, never half."""
+    new_dirs = [p for p in reversed(path.parents) if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+    for made in new_dirs:
+        fsync_dir(made.parent)
+
+
+@dataclass
+class Tx:
+    """A transaction's view of the workspace: reads see its own staged writes."""
+
+    root: Path
+    writes: dict[str, bytes | None] = field(default_factory=dict)
+
+    def read(self, rel: str) -> bytes | None:
+        if rel in self.writes:
+            return self.writes[rel]
+        path = resolve_inside(self.root, rel)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write(self, rel: str, data: bytes) -> None:
+        resolve_inside(self.root, rel)
+        self.writes[rel] = data
+
+    def delete(self, rel: str) -> None:
+        resolve_inside(self.root, rel)
+        self.writes[rel] = None
+
+
+@dataclass(frozen=True)
+class Transact:
+    fn: Callable[[Tx], Any]
+
+
+class StorageActor:
+    """Args:
+        root: the workspace root.
+        lock_path: the inter-process lock file (default `<root>/.specactor/workspace.lock`).
+    """
+
+    def __init__(self, root: Path, *, lock_path: Path | None = None) -> None:
+        self.root = root
+        self.lock_path = lock_path or root / ".specactor" / "workspace.lock"
+        # Writers wait for their answer, so the queue holds at most one letter per in-flight
+        # request; 64 lets a burst queue up without the callers blocking on the send itself.
+        self.mailbox: Mailbox[Transact] = Mailbox("storage", 64)
+        self.commits = 0
+
+    # ------------------------------------------------------------------ client API
+
+    async def transact(self, fn: Callable[[Tx], T], timeout: float = 30.0) -> T:
+        """Run `fn(tx)` under the workspace lock on a worker thread, then commit its writes atomically."""
+        result: T = await self.mailbox.call(Transact(fn), timeout)
+        return result
+
+    async def write(self, rel: str, data: bytes, timeout: float = 30.0) -> None:
+        await self.transact(lambda tx: tx.write(rel, data), timeout)
+
+    async def read(self, rel: str) -> bytes | None:
+        """Reads need no lock (writes are atomic renames) and run concurrently on worker threads."""
+        path = resolve_inside(self.root, rel)
+
+        def read() -> bytes | None:
+            try:
+                return path.read_bytes()
+            except FileNotFoundError:
+                return None
+
+        return await trio.to_thread.run_sync(read)
+
+    # ------------------------------------------------------------------ the actor
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        async for letter in self.mailbox:
+            with letter:
+                try:
+                    # Never abandoned on cancel: a commit in progress finishes.
+                    result = await trio.to_thread.run_sync(self._run_tx, letter.body.fn)
+                except Exception as exc:
+                    letter.fail(exc)
+                else:
+                    letter.reply(result)
+
+    def _run_tx(self, fn: Callable[[Tx], Any]) -> Any:
+        with self._locked():
+            tx = Tx(self.root)
+            result = fn(tx)
+            for rel, data in tx.writes.items():
+                path = resolve_inside(self.root, rel)
+                if data is None:
+                    try:
+                        path.unlink()
+                        fsync_dir(path.parent)
+                    except FileNotFoundError:
+                        pass
+                else:
+                    atomic_write(path, data)
+            self.commits += 1
+            return result
+
+    def _locked(self) -> _FileLock:
+        return _FileLock(self.lock_path)
+
+
+class _FileLock:
+    """An exclusive `flock`, polled so a stuck peer yields LockBusy instead of a hang."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> _FileLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + LOCK_WAIT
+        delay = 0.0005
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except OSError as err:
+                if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    os.close(self.fd)
+                    raise
+            if time.monotonic() > deadline:
+                os.close(self.fd)
+                raise LockBusy(f"the workspace is locked by another process ({self.path})")
+            time.sleep(delay)  # on a worker thread, never the event loop
+            delay = min(delay * 2, 0.02)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)

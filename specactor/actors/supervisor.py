@@ -1,0 +1,115 @@
+"""A one-for-one supervisor: start children with `nursery.start`, restart the ones that crash.
+
+The restart policy follows triotp/Erlang: `permanent` children always come back, `transient`
+ones only after a crash, `temporary` ones never. More than `max_restarts` crashes within
+`within` seconds means something is truly wrong, and the supervisor gives up by raising.
+Backoff between restarts runs through tenacity with `trio.sleep`. A crash is logged as its
+one root cause, never as an exception group full of cancellations.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import structlog
+import trio
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+
+log = structlog.get_logger("specactor.supervisor")
+
+Restart = Literal["permanent", "transient", "temporary"]
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    name: str
+    start: Callable[..., Awaitable[Any]]  # async fn(*, task_status) -> None
+    restart: Restart = "permanent"
+
+
+class SupervisorGaveUp(Exception):
+    def __init__(self, name: str, cause: BaseException) -> None:
+        super().__init__(f"actor '{name}' crashed too often; last error: {describe(cause)}")
+        self.cause = cause
+
+
+class _Exited(Exception):
+    """A permanent child returned; treated like a crash so it is restarted."""
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The first real error inside `exc`, skipping exception-group wrappers and cancellations."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [root_cause(e) for e in exc.exceptions]
+        real = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+        return real[0] if real else leaves[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Supervisor:
+    def __init__(self, *, max_restarts: int = 5, within: float = 10.0, backoff_min: float = 0.01,
+                 backoff_max: float = 1.0) -> None:
+        self.max_restarts = max_restarts
+        self.within = within
+        self.backoff_min = backoff_min
+        self.backoff_max = backoff_max
+        self.restarts: dict[str, int] = {}
+
+    async def start(self, nursery: trio.Nursery, spec: ChildSpec) -> None:
+        """Start `spec` under supervision; returns once its first instance has started."""
+        await nursery.start(self._supervise, spec)
+
+    async def _supervise(self, spec: ChildSpec, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        crashes: deque[float] = deque()
+        started = False
+
+        def wait(state: RetryCallState) -> float:
+            return float(min(self.backoff_max, self.backoff_min * 2 ** max(0, len(crashes) - 1)))
+
+        def stop(state: RetryCallState) -> bool:
+            return len(crashes) > self.max_restarts
+
+        def before_sleep(state: RetryCallState) -> None:
+            self.restarts[spec.name] = self.restarts.get(spec.name, 0) + 1
+
+        retrying = AsyncRetrying(sleep=trio.sleep, wait=wait, stop=stop, reraise=True,
+                                 retry=retry_if_exception_type(Exception), before_sleep=before_sleep)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    try:
+                        async with trio.open_nursery() as nursery:
+                            await nursery.start(spec.start)
+                            if not started:
+                                started = True
+                                task_status.started()
+                    except BaseException as exc:
+                        cause = root_cause(exc)
+                        if isinstance(cause, trio.Cancelled) or not isinstance(cause, Exception):
+                            raise
+                        self._crashed(spec, cause, crashes)
+                        if spec.restart == "temporary":
+                            return
+                        raise cause from None
+                    if spec.restart != "permanent":
+                        return
+                    self._crashed(spec, _Exited(f"{spec.name} returned"), crashes)
+                    raise _Exited(spec.name)
+        except Exception as exc:
+            raise SupervisorGaveUp(spec.name, exc) from None
+
+    def _crashed(self, spec: ChildSpec, cause: BaseException, crashes: deque[float]) -> None:
+        now = trio.current_time()
+        crashes.append(now)
+        while crashes and now - crashes[0] > self.within:
+            crashes.popleft()
+        log.error("actor crashed; restarting" if len(crashes) <= self.max_restarts else "actor crashed; giving up",
+                  actor=spec.name, error=describe(cause), crashes_in_window=len(crashes),
+                  exc_info=(type(cause), cause, cause.__traceback__))

@@ -1,0 +1,135 @@
+"""Bytes in, classified messages out: parse errors, invalid requests and batches decided here.
+
+One line (stdio) or one body (HTTP) becomes a `Parsed`: the messages to act on and the error
+replies to send at once. Nothing is raised to the transport; every failure is a reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+from msgspec import Raw
+
+from specactor.protocol.errors import INVALID_REQUEST, PARSE_ERROR
+from specactor.wire.codec import any_decoder, decoder_for, encode, frame_decoder
+from specactor.wire.jsonrpc import JSONRPC_VERSION, ErrorObject, ErrorResponse, Frame, ResultResponse
+
+Kind = Literal["request", "notification", "response"]
+_raw_list_decoder = decoder_for(list[Raw])
+
+
+@dataclass
+class Incoming:
+    """A well-formed JSON-RPC message. `params` is still raw; the core decodes it by method."""
+
+    kind: Kind
+    id: int | str | None
+    method: str
+    frame: Frame
+    raw: bytes
+    decoded: Any = None  # the typed params, once the core has decoded them
+
+
+@dataclass
+class Parsed:
+    messages: list[Incoming] = field(default_factory=list)
+    errors: list[bytes] = field(default_factory=list)
+    batch: bool = False
+
+
+def error_response(ident: int | str | None, code: int, message: str, data: Any = None) -> bytes:
+    err = ErrorObject(code, message) if data is None else ErrorObject(code, message, data)
+    return encode(ErrorResponse(JSONRPC_VERSION, ident, err))
+
+
+def result_response(ident: int | str, result: Any) -> bytes:
+    return encode(ResultResponse(JSONRPC_VERSION, ident, result))
+
+
+def _valid_id(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def classify(frame: Frame, raw: bytes) -> Incoming | bytes:
+    """The message `frame` is, or the error reply it earns."""
+    ident = frame.id if _valid_id(frame.id) else None
+    if frame.jsonrpc != JSONRPC_VERSION:
+        return error_response(ident, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
+    if frame.id is not msgspec.UNSET and not _valid_id(frame.id):
+        return error_response(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+    if frame.method is not msgspec.UNSET:
+        if not isinstance(frame.method, str) or not frame.method:
+            return error_response(ident, INVALID_REQUEST, "Invalid Request: method must be a non-empty string")
+        if frame.params and bytes(frame.params)[:1] not in (b"{", b"["):
+            return error_response(ident, INVALID_REQUEST, "Invalid Request: params must be an object")
+        kind: Kind = "notification" if frame.id is msgspec.UNSET else "request"
+        return Incoming(kind, ident, frame.method, frame, raw)
+    if ident is not None and (frame.result or frame.error):
+        return Incoming("response", ident, "", frame, raw)
+    return error_response(ident, INVALID_REQUEST, "Invalid Request: not a request, notification or response")
+
+
+def _decode_frame(data: bytes) -> Frame | bytes:
+    try:
+        return frame_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError) as err:
+        return error_response(None, PARSE_ERROR, f"Parse error: {_why(err)}")
+
+
+def _why(err: Exception) -> str:
+    if isinstance(err, RecursionError):
+        return "JSON nests too deeply"
+    return str(err)
+
+
+def parse(data: bytes, *, batches: bool) -> Parsed:
+    """Classify one transport frame. `batches` says whether the session accepts JSON-RPC batches."""
+    body = data.strip()
+    if not body:
+        return Parsed()
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return Parsed(errors=[error_response(None, PARSE_ERROR, f"Parse error: invalid UTF-8 at byte {err.start}")])
+    head = body[:1]
+    if head == b"{":
+        frame = _decode_frame(body)
+        if isinstance(frame, bytes):
+            return Parsed(errors=[frame])
+        item = classify(frame, body)
+        return Parsed(errors=[item]) if isinstance(item, bytes) else Parsed(messages=[item])
+    if head == b"[":
+        return _parse_batch(body, batches)
+    try:
+        any_decoder.decode(body)
+    except (msgspec.DecodeError, RecursionError) as err:
+        return Parsed(errors=[error_response(None, PARSE_ERROR, f"Parse error: {_why(err)}")])
+    return Parsed(errors=[error_response(None, INVALID_REQUEST, "Invalid Request: a message must be a JSON object")])
+
+
+def _parse_batch(body: bytes, batches: bool) -> Parsed:
+    try:
+        items = _raw_list_decoder.decode(body)
+    except (msgspec.DecodeError, RecursionError) as err:
+        return Parsed(errors=[error_response(None, PARSE_ERROR, f"Parse error: {_why(err)}")])
+    if not batches:
+        return Parsed(errors=[error_response(None, INVALID_REQUEST,
+                                             "Invalid Request: JSON-RPC batches are not supported by this "
+                                             "protocol version (only 2025-03-26 accepts them)")])
+    if not items:
+        return Parsed(errors=[error_response(None, INVALID_REQUEST, "Invalid Request: empty batch")])
+    out = Parsed(batch=True)
+    for item in items:
+        raw = bytes(item)
+        if raw[:1] != b"{":
+            out.errors.append(error_response(None, INVALID_REQUEST, "Invalid Request: a message must be a JSON object"))
+            continue
+        frame = _decode_frame(raw)
+        classified = classify(frame, raw) if isinstance(frame, Frame) else frame
+        if isinstance(classified, bytes):
+            out.errors.append(classified)
+        else:
+            out.messages.append(classified)
+    return out

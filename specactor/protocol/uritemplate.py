@@ -1,0 +1,40 @@
+"""RFC 6570 URI templates, the subset resources need: `{var}` (one path segment) and
+`{+var}` (reserved expansion: may span `/`). Matching is anchored and exact."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from urllib.parse import unquote
+
+_VAR = re.compile(r"\{(\+?)([A-Za-z0-9_\-]+)\}")
+
+
+@dataclass(frozen=True)
+class UriTemplate:
+    template: str
+
+    @cached_property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(m.group(2) for m in _VAR.finditer(self.template))
+
+    @cached_property
+    def _regex(self) -> re.Pattern[str]:
+        out, pos = [], 0
+        for m in _VAR.finditer(self.template):
+            out.append(re.escape(self.template[pos:m.start()]))
+            out.append(f"(?P<{m.group(2).replace('-', '_')}>{'.+' if m.group(1) else '[^/?#]+'})")
+            pos = m.end()
+        out.append(re.escape(self.template[pos:]))
+        return re.compile("".join(out) + r"\Z")
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The variables of `uri` under this template, percent-decoded, or None."""
+        m = self._regex.match(uri)
+        if m is None:
+            return None
+        return {name: unquote(m.group(name.replace("-", "_"))) for name in self.variables}
+
+    def expand(self, **values: str) -> str:
+        return _VAR.sub(lambda m: values[m.group(2)], self.template)

@@ -1,0 +1,54 @@
+"""Toolsets: thin glue that declares tools, resources and prompts over domain code and actors.
+
+Each toolset module has `register(registry, services)`. The registry skips definitions of
+toolsets the configuration has switched off, so an assistant sees only what it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+
+from specactor.actors.metrics import MetricsActor
+from specactor.actors.runtime import TrioRuntime
+from specactor.actors.storage import StorageActor
+from specactor.config import Config
+from specactor.protocol.registry import Registry
+
+
+@dataclass(frozen=True)
+class Services:
+    """The actor handles a toolset may use, passed explicitly (no ambient registry)."""
+
+    config: Config
+    storage: StorageActor
+    metrics: MetricsActor
+    runtime: TrioRuntime
+
+
+# toolset name -> module with `register(registry, services)`; a toolset whose module does not
+# exist yet registers nothing.
+MODULES: dict[str, str] = {
+    "core": "specactor.toolsets.core",
+    "openspec": "specactor.toolsets.openspec",
+    "airsspec": "specactor.toolsets.airsspec",
+    "memory": "specactor.toolsets.memory",
+    "graph": "specactor.toolsets.graph",
+}
+
+
+def build_registry(services: Services) -> Registry:
+    registry = Registry(services.config.toolsets)
+    for name, module_name in MODULES.items():
+        if not registry.wants(name):
+            continue
+        try:
+            module = import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name != module_name:
+                raise
+            continue
+        register: Callable[[Registry, Services], None] = module.register
+        register(registry, services)
+    return registry
