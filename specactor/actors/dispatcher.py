@@ -21,7 +21,7 @@ from specactor.actors.peer import PeerLink
 from specactor.actors.session_log import SessionLogActor
 from specactor.protocol.context import Runtime
 from specactor.protocol.errors import INTERNAL_ERROR
-from specactor.protocol.frames import Incoming, error_response
+from specactor.protocol.frames import Incoming, error_response, parse
 from specactor.protocol.server import INLINE, ServerCore
 from specactor.protocol.session import Session
 from specactor.wire.codec import any_decoder
@@ -97,6 +97,17 @@ class Dispatcher:
     async def submit(self, job: Job) -> None:
         self._busy(+1)
         await self.mailbox.cast(job)
+
+    async def feed(self, conn: Connection, data: bytes, at: float) -> None:
+        """Parse one transport frame and queue what it holds; cancels act at once, so they never
+        wait behind the work they cancel."""
+        parsed = parse(data, batches=self.core.accepts_batches(conn.session))
+        if not parsed.messages and not parsed.errors:
+            return
+        for msg in parsed.messages:
+            if msg.method == "notifications/cancelled":
+                self.cancel(conn, self.core.notification(msg, conn.session))
+        await self.submit(Job(conn, parsed.messages, parsed.errors, parsed.batch, at))
 
     def _busy(self, delta: int) -> None:
         """Count submitted work not yet answered; `wait_idle` waits for zero."""

@@ -18,10 +18,10 @@ import structlog
 import trio
 import trio.lowlevel
 
-from specactor.actors.dispatcher import Dispatcher, Job
+from specactor.actors.dispatcher import Dispatcher
 from specactor.actors.peer import PeerLink
 from specactor.protocol.errors import INVALID_REQUEST
-from specactor.protocol.frames import error_response, parse
+from specactor.protocol.frames import error_response
 from specactor.protocol.server import ServerCore
 from specactor.protocol.session import Session
 
@@ -170,13 +170,6 @@ class StdioTransport:
                                                    f"Invalid Request: the message is {line.size} bytes; "
                                                    f"the limit is {self.max_line} bytes"))
                     continue
-                parsed = parse(line, batches=self.core.accepts_batches(self.session))
-                if not parsed.messages and not parsed.errors:
-                    continue
-                for msg in parsed.messages:
-                    # Cancels act at once, so they never queue behind the work they cancel.
-                    if msg.method == "notifications/cancelled":
-                        self.dispatcher.cancel(conn, self.core.notification(msg, self.session))
-                await self.dispatcher.submit(Job(conn, parsed.messages, parsed.errors, parsed.batch, at))
+                await self.dispatcher.feed(conn, line, at)
         finally:
             self.closed.set()

@@ -1,0 +1,30 @@
+# specactor's recipes. Every one runs from a fresh `pip install -e '.[dev]'`.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+python := env_var_or_default("PYTHON", "python3")
+
+# list the recipes
+default:
+    @just --list
+
+# start the server on a temporary workspace and drive it with the official MCP client
+demo:
+    {{python}} -m specactor demo
+
+# the test suite (pytest's "no tests collected" counts as a failure)
+test *args:
+    {{python}} -m pytest {{args}}
+
+# ruff and mypy (strict)
+lint:
+    {{python}} -m ruff check specactor tests bench
+    {{python}} -m mypy
+
+# performance gates, side by side with the SDK peer and the floor (see bench/README.md)
+bench *args:
+    {{python}} -m bench {{args}}
+
+# hypothesis tool-input and protocol-frame fuzzing, for longer, with a stored example database
+fuzz *args:
+    SPECACTOR_FUZZ=1 {{python}} -m pytest -p no:cacheprovider tests/properties -q {{args}}
