@@ -84,12 +84,13 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
     try:
         if http:
             try:
-                from specactor.actors.http import serve_http
+                from specactor.actors.http import serve_http  # type: ignore[import-not-found,unused-ignore]
             except ModuleNotFoundError as err:
                 print(f"specactor: the HTTP transport needs the [http] extra ({err.name} is missing): "
                       "pip install 'specactor[http]'", file=sys.stderr)
                 return 2
-            return trio.run(serve_http, built)
+            status: int = trio.run(serve_http, built)
+            return status
         from specactor.actors.stdio import StdioFds
 
         fds = StdioFds.claim()

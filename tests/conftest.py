@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from specactor.config import Config
-from specactor.testing import MemoryClient, open_memory_server
-from specactor.testing import everything
+from specactor.testing import MemoryClient, everything, open_memory_server
 from tests.mcp_schema import validate
 
 settings.register_profile("default", max_examples=60, deadline=None,

@@ -185,8 +185,8 @@ class Dispatcher:
             await self._reply(conn, msg, reply, started)
             return
         await self._pending.acquire()
-        key = (id(conn), msg.id)
         assert msg.id is not None
+        key = (id(conn), msg.id)
         scope = trio.CancelScope()
         if key in self._cancelled_early:
             self._cancelled_early.discard(key)
@@ -196,6 +196,7 @@ class Dispatcher:
         nursery.start_soon(self._run, conn, msg, scope, started)
 
     async def _run(self, conn: Connection, msg: Incoming, scope: trio.CancelScope, started: float) -> None:
+        assert msg.id is not None
         key = (id(conn), msg.id)
         reply: bytes | None = None
         try:

@@ -100,7 +100,7 @@ class SessionLogActor:
         handle = self._files.get(name)
         if handle is None:
             assert self.directory is not None
-            handle = self._files[name] = open(self.directory / name, mode)  # noqa: SIM115 - kept open
+            handle = self._files[name] = open(self.directory / name, mode)
         return handle
 
     def _write(self, entries: list[Entry]) -> None:

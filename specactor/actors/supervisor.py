@@ -66,7 +66,8 @@ class Supervisor:
         """Start `spec` under supervision; returns once its first instance has started."""
         await nursery.start(self._supervise, spec)
 
-    async def _supervise(self, spec: ChildSpec, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _supervise(self, spec: ChildSpec, *,
+                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         crashes: deque[float] = deque()
         started = False
 

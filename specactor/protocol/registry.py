@@ -45,6 +45,7 @@ In = TypeVar("In", bound=msgspec.Struct)
 Out = TypeVar("Out")
 
 RawToolHandler = Callable[[Raw, RequestContext], Awaitable[CallToolResult]]
+ToolHandler = Callable[[In, RequestContext], Awaitable[Out]]
 ResourceBody = str | bytes | list[ResourceContents]
 ResourceHandler = Callable[[str, dict[str, str], RequestContext], Awaitable[ResourceBody]]
 ResourceLister = Callable[[RequestContext], Awaitable[list[Resource]]]
@@ -151,12 +152,12 @@ class Registry:
         toolset: str = "core",
         title: str | None = None,
         annotations: dict[str, Any] | None = None,
-    ) -> Callable[[Callable[[In, RequestContext], Awaitable[Out]]], Callable[[In, RequestContext], Awaitable[Out]]]:
+    ) -> Callable[[ToolHandler[In, Out]], ToolHandler[In, Out]]:
         """Typed registration: `input`/`output` Structs give the schemas; results use the envelope."""
         input_schema = schema_of(input)
         decoder = decoder_for(input)
 
-        def register(fn: Callable[[In, RequestContext], Awaitable[Out]]) -> Callable[[In, RequestContext], Awaitable[Out]]:
+        def register(fn: ToolHandler[In, Out]) -> ToolHandler[In, Out]:
             async def handle(raw: Raw, ctx: RequestContext) -> CallToolResult:
                 try:
                     args = decode_arguments(raw, decoder, input_schema)

@@ -13,7 +13,7 @@ import argparse
 import base64
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import msgspec
@@ -21,7 +21,7 @@ from msgspec import Meta, Raw
 
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import ProtocolError
-from specactor.protocol.registry import Registry, ToolInput
+from specactor.protocol.registry import RawToolHandler, Registry, ToolInput
 from specactor.wire.codec import decoder_for
 from specactor.wire.mcp import (
     AudioContent,
@@ -64,6 +64,14 @@ class AddOut(msgspec.Struct):
     result: float
 
 
+class SleepIn(ToolInput):
+    seconds: Annotated[float, Meta(ge=0, le=60, description="How long to wait")]
+
+
+class SleepOut(msgspec.Struct):
+    slept: float
+
+
 class PromptIn(msgspec.Struct, forbid_unknown_fields=True):
     prompt: str = ""
     message: str = ""
@@ -72,8 +80,9 @@ class PromptIn(msgspec.Struct, forbid_unknown_fields=True):
 def register(registry: Registry, _services: Any = None) -> None:
     """Add the fixtures to `registry` (the signature of a toolset's `register`)."""
 
-    def raw_tool(name: str, description: str, schema: dict[str, Any] | None = None) -> Any:
-        def deco(fn: Any) -> Any:
+    def raw_tool(name: str, description: str,
+                 schema: dict[str, Any] | None = None) -> Callable[[RawToolHandler], RawToolHandler]:
+        def deco(fn: RawToolHandler) -> RawToolHandler:
             registry.add_tool(Tool(name=name, description=description, inputSchema=schema or EMPTY), fn,
                               toolset="fixtures")
             return fn
@@ -86,6 +95,12 @@ def register(registry: Registry, _services: Any = None) -> None:
     @registry.tool("add", description="Add two numbers.", input=AddIn, output=AddOut, toolset="fixtures")
     async def add(args: AddIn, ctx: RequestContext) -> AddOut:
         return AddOut(args.a + args.b)
+
+    @registry.tool("sleep", description="Wait, then answer: a request that waits on I/O.", input=SleepIn,
+                   output=SleepOut, toolset="fixtures")
+    async def sleep(args: SleepIn, ctx: RequestContext) -> SleepOut:
+        await ctx.runtime.sleep(args.seconds)
+        return SleepOut(args.seconds)
 
     @raw_tool("test_simple_text", "Tests simple text content response")
     async def simple_text(raw: Raw, ctx: RequestContext) -> CallToolResult:

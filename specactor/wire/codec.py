@@ -22,9 +22,14 @@ error_data_decoder = msgspec.json.Decoder(ErrorData)
 
 
 @cache
+def _decoder(tp: Any) -> Any:
+    return msgspec.json.Decoder(tp)
+
+
 def decoder_for(tp: type[T]) -> msgspec.json.Decoder[T]:
     """The cached JSON decoder for `tp`."""
-    return msgspec.json.Decoder(tp)
+    decoder: msgspec.json.Decoder[T] = _decoder(tp)  # type: ignore[arg-type]
+    return decoder
 
 
 def encode(obj: Any) -> bytes:

@@ -1,0 +1,15 @@
+"""`specactor demo` runs end to end: the transcript a newcomer sees after `just demo`."""
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.slow
+def test_demo_drives_the_server_with_the_official_client_and_finishes() -> None:
+    done = subprocess.run([sys.executable, "-m", "specactor", "demo"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "initialize (the 2025-11-25 handshake)" in done.stdout
+    assert "picks the 2026-07-28 era" in done.stdout
+    assert "demo finished" in done.stdout
