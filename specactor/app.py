@@ -128,3 +128,30 @@ async def serve_stdio(app: App, fds: StdioFds) -> int:
         root.cancel_scope.cancel()
     log.info("stopped")
     return 0
+
+
+async def serve_http(app: App) -> int:
+    """Serve MCP over Streamable HTTP until SIGINT/SIGTERM; returns the exit status."""
+    from specactor.actors.http import HttpTransport
+    from specactor.protocol.http_rules import is_loopback
+
+    cfg = app.config.http
+    if not is_loopback(cfg.host) and not cfg.token:
+        log.error("refusing to bind a non-loopback address without a bearer token; set SPECACTOR_HTTP_TOKEN "
+                  "(or http.token)", host=cfg.host)
+        return 2
+    transport = HttpTransport(app)
+    async with trio.open_nursery() as root:
+        await start_actors(app, root)
+        await app.supervisor.start(root, ChildSpec("http", transport.run, restart="transient"))
+        stop, reason = trio.Event(), ["signal"]
+        root.start_soon(_watch_signals, stop, reason)
+        log.info("specactor started", transport="http", version=__version__, root=str(app.config.root_path),
+                 urls=[f"http://{b.removeprefix('http://')}/mcp" for b in transport.binds], pid=os.getpid())
+        await stop.wait()
+        log.info("shutting down", reason=reason[-1], in_flight=app.dispatcher.in_flight)
+        transport.stopping.set()  # hypercorn stops accepting and gives open requests the grace period
+        await drain(app)
+        root.cancel_scope.cancel()
+    log.info("stopped")
+    return 0

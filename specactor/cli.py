@@ -84,12 +84,13 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
     try:
         if http:
             try:
-                from specactor.actors.http import serve_http  # type: ignore[import-not-found,unused-ignore]
+                import hypercorn  # noqa: F401
+                import prometheus_client  # noqa: F401
             except ModuleNotFoundError as err:
                 print(f"specactor: the HTTP transport needs the [http] extra ({err.name} is missing): "
                       "pip install 'specactor[http]'", file=sys.stderr)
                 return 2
-            status: int = trio.run(serve_http, built)
+            status: int = trio.run(application.serve_http, built)
             return status
         from specactor.actors.stdio import StdioFds
 

@@ -121,7 +121,7 @@ class Dispatcher:
         """Stop the handler of `request_id`; sync, so a cancel never waits behind queued work."""
         if request_id is None:
             return
-        key = (id(conn), request_id)
+        key = (id(conn.session), request_id)
         scope = self._inflight.get(key)
         if scope is not None:
             scope.cancel()
@@ -132,8 +132,9 @@ class Dispatcher:
             self._cancelled_early.add(key)
 
     def cancel_all(self, conn: Connection) -> None:
-        for (conn_id, _), scope in list(self._inflight.items()):
-            if conn_id == id(conn):
+        """Cancel every request of `conn`'s session (it ended)."""
+        for (session_id, _), scope in list(self._inflight.items()):
+            if session_id == id(conn.session):
                 scope.cancel()
 
     async def wait_idle(self) -> None:
@@ -186,7 +187,7 @@ class Dispatcher:
             return
         await self._pending.acquire()
         assert msg.id is not None
-        key = (id(conn), msg.id)
+        key = (id(conn.session), msg.id)
         scope = trio.CancelScope()
         if key in self._cancelled_early:
             self._cancelled_early.discard(key)
@@ -197,7 +198,7 @@ class Dispatcher:
 
     async def _run(self, conn: Connection, msg: Incoming, scope: trio.CancelScope, started: float) -> None:
         assert msg.id is not None
-        key = (id(conn), msg.id)
+        key = (id(conn.session), msg.id)
         reply: bytes | None = None
         try:
             with scope:

@@ -19,13 +19,23 @@ from specactor.wire.codec import any_decoder, encode, error_data_decoder
 from specactor.wire.jsonrpc import JSONRPC_VERSION, Notification, Request
 
 Send = Callable[[bytes], Awaitable[None]]
+_ids = itertools.count(1)  # server-to-client request ids, unique in the process
+
+
+Pending = dict[int | str, trio.MemorySendChannel[Incoming]]
 
 
 class PeerLink:
-    def __init__(self, send: Send) -> None:
+    """Args:
+        send: where this link's frames go.
+        pending: the table of requests awaiting a reply; HTTP shares one per session, because
+            the reply to a request sent on one POST's stream arrives on another POST.
+    """
+
+    def __init__(self, send: Send, pending: Pending | None = None) -> None:
         self._send = send
-        self._ids = itertools.count(1)
-        self._pending: dict[int | str, trio.MemorySendChannel[Incoming]] = {}
+        self._ids = _ids
+        self._pending: Pending = {} if pending is None else pending
 
     async def notify(self, method: str, params: Any) -> None:
         await self._send(encode(Notification(JSONRPC_VERSION, method, params)))

@@ -140,18 +140,20 @@ class ServerCore:
         if method in LEGACY_ONLY:
             return error_response(msg.id, METHOD_NOT_FOUND, f"Method not found: {method} "
                                   "(removed in protocol version 2026-07-28)")
-        version = meta.get(v.META_PROTOCOL_VERSION)
-        if version is None:
-            return error_response(msg.id, INVALID_PARAMS,
-                                  f"missing _meta['{v.META_PROTOCOL_VERSION}'] on a 2026-07-28 request")
+        missing = [key for key in (v.META_PROTOCOL_VERSION, v.META_CLIENT_CAPABILITIES) if key not in meta]
+        if missing:
+            return error_response(msg.id, INVALID_PARAMS, "params._meta is missing the required envelope key(s): "
+                                  + ", ".join(missing))
+        version = meta[v.META_PROTOCOL_VERSION]
+        if not isinstance(version, str):
+            return error_response(msg.id, INVALID_PARAMS, f"_meta['{v.META_PROTOCOL_VERSION}'] must be a string")
         if version not in v.MODERN_VERSIONS:
             return error_response(msg.id, UNSUPPORTED_PROTOCOL_VERSION,
                                   f"unsupported protocol version {version!r}",
-                                  {"supported": list(v.SUPPORTED_VERSIONS), "requested": str(version)})
-        caps = meta.get(v.META_CLIENT_CAPABILITIES)
-        if not isinstance(caps, dict):
+                                  {"supported": list(v.SUPPORTED_VERSIONS), "requested": version})
+        if not isinstance(meta[v.META_CLIENT_CAPABILITIES], dict):
             return error_response(msg.id, INVALID_PARAMS,
-                                  f"missing or invalid _meta['{v.META_CLIENT_CAPABILITIES}'] (an object)")
+                                  f"_meta['{v.META_CLIENT_CAPABILITIES}'] must be an object")
         level = meta.get(v.META_LOG_LEVEL)
         if level is not None and level not in LOG_LEVELS:
             return error_response(msg.id, INVALID_PARAMS, f"invalid _meta['{v.META_LOG_LEVEL}']: {level!r}")
