@@ -86,8 +86,8 @@ class Dispatcher:
         self.mailbox: Mailbox[Job] = Mailbox("dispatcher", 256)
         # Queued-but-not-running handlers; beyond this the loop stops taking work (bounded memory).
         self._pending = trio.Semaphore(max(4 * max_concurrency, 256))
-        self._inflight: dict[tuple[int, int | str], trio.CancelScope] = {}
-        self._cancelled_early: set[tuple[int, int | str]] = set()
+        self._inflight: dict[tuple[str, int | str], trio.CancelScope] = {}
+        self._cancelled_early: set[tuple[str, int | str]] = set()
         self._idle = trio.Event()
         self._idle.set()
         self._outstanding = 0
@@ -106,7 +106,7 @@ class Dispatcher:
             return
         for msg in parsed.messages:
             if msg.method == "notifications/cancelled":
-                self.cancel(conn, self.core.notification(msg, conn.session))
+                self.cancel(conn, self.core.notification(msg, conn.session), early=True)
         await self.submit(Job(conn, parsed.messages, parsed.errors, parsed.batch, at))
 
     def _busy(self, delta: int) -> None:
@@ -117,15 +117,20 @@ class Dispatcher:
         elif self._idle.is_set():
             self._idle = trio.Event()
 
-    def cancel(self, conn: Connection, request_id: int | str | None, reason: str = "") -> None:
-        """Stop the handler of `request_id`; sync, so a cancel never waits behind queued work."""
+    def cancel(self, conn: Connection, request_id: int | str | None, *, early: bool = False) -> None:
+        """Stop the handler of `request_id`; sync, so a cancel never waits behind queued work.
+
+        With `early`, a cancel for a request not yet running is remembered, because on an ordered
+        stream (stdio) the request may still sit in the mailbox behind this cancel. Transports
+        that cancel on disconnect leave it off: their request may simply have finished.
+        """
         if request_id is None:
             return
-        key = (id(conn.session), request_id)
+        key = (conn.session.id, request_id)
         scope = self._inflight.get(key)
         if scope is not None:
             scope.cancel()
-        else:
+        elif early:
             # The request may still be queued behind this cancel; remember a bounded number.
             if len(self._cancelled_early) >= 1024:
                 self._cancelled_early.pop()
@@ -134,7 +139,7 @@ class Dispatcher:
     def cancel_all(self, conn: Connection) -> None:
         """Cancel every request of `conn`'s session (it ended)."""
         for (session_id, _), scope in list(self._inflight.items()):
-            if session_id == id(conn.session):
+            if session_id == conn.session.id:
                 scope.cancel()
 
     async def wait_idle(self) -> None:
@@ -187,7 +192,7 @@ class Dispatcher:
             return
         await self._pending.acquire()
         assert msg.id is not None
-        key = (id(conn.session), msg.id)
+        key = (conn.session.id, msg.id)
         scope = trio.CancelScope()
         if key in self._cancelled_early:
             self._cancelled_early.discard(key)
@@ -198,7 +203,7 @@ class Dispatcher:
 
     async def _run(self, conn: Connection, msg: Incoming, scope: trio.CancelScope, started: float) -> None:
         assert msg.id is not None
-        key = (id(conn.session), msg.id)
+        key = (conn.session.id, msg.id)
         reply: bytes | None = None
         try:
             with scope:

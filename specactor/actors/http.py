@@ -28,8 +28,9 @@ from specactor.actors.peer import Pending, PeerLink
 from specactor.actors.prometheus import exposition
 from specactor.protocol import http_rules as rules
 from specactor.protocol import versions as v
-from specactor.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ProtocolError
+from specactor.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, ProtocolError
 from specactor.protocol.frames import Incoming, error_response, parse
+from specactor.protocol.server import KNOWN, LEGACY_ONLY
 from specactor.protocol.session import Session
 from specactor.wire.codec import encode
 
@@ -198,8 +199,11 @@ class HttpTransport:
                     return
         if scope["type"] != "http":
             return
+        log.debug("http request", method=scope["method"], path=scope["path"],
+                  session=_headers(scope).get("mcp-session-id"))
         try:
             await self._http(scope, receive, send)
+            log.debug("http request done", method=scope["method"], path=scope["path"])
         except _Disconnected:
             pass
         except Exception:
@@ -294,6 +298,9 @@ class HttpTransport:
         if single is None or single.kind == "response":
             await _respond(send, 400, error_response(None, INVALID_REQUEST, "Invalid Request: a 2026-07-28 POST "
                                                      "carries exactly one request or notification"))
+            return
+        if single.kind == "request" and (single.method not in KNOWN or single.method in LEGACY_ONLY):
+            await _respond(send, 404, error_response(single.id, METHOD_NOT_FOUND, f"Method not found: {single.method}"))
             return
         conn = RequestConn(Session())
         if single.kind == "notification":

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from specactor.protocol.errors import MISSING_CLIENT_CAPABILITY, ProtocolError
+from specactor.protocol.input_required import InputRequired
 
 if TYPE_CHECKING:
     from specactor.protocol.session import Session
@@ -49,6 +50,8 @@ class RequestContext:
     progress_token: int | str | None = None
     log_level: str | None = None
     client_capabilities: dict[str, Any] = field(default_factory=dict)
+    input_responses: dict[str, Any] = field(default_factory=dict)
+    request_state: Any = None
     _last_progress: float = float("-inf")
 
     async def report_progress(self, progress: float, total: float | None = None,
@@ -82,6 +85,25 @@ class RequestContext:
     async def request_client(self, method: str, params: Any, timeout: float = 60.0) -> Any:
         """Send a server-to-client request (sampling, elicitation, roots) and await its result."""
         return await self.peer.request(method, params, timeout)
+
+    @property
+    def modern(self) -> bool:
+        return self.session.era == "modern"
+
+    async def ask(self, requests: dict[str, tuple[str, dict[str, Any]]], state: Any = None) -> dict[str, Any]:
+        """The client's answers to `requests` ({key: (method, params)}), in either era.
+
+        Legacy sessions get real server-to-client requests, one after another. In the 2026-07-28
+        era, answers the client already sent (`inputResponses`) are used, and any still missing
+        end this call with an input-required result carrying `state` (signed) for the next round.
+        """
+        if not self.modern:
+            return {key: await self.request_client(method, params) for key, (method, params) in requests.items()}
+        missing = {key: {"method": method, "params": params} for key, (method, params) in requests.items()
+                   if key not in self.input_responses}
+        if missing:
+            raise InputRequired(missing, state)
+        return {key: self.input_responses[key] for key in requests}
 
 
 Completer = Callable[[str, dict[str, str], RequestContext], Awaitable[list[str]]]

@@ -21,6 +21,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from specactor.protocol.context import Completer, RequestContext
 from specactor.protocol.envelope import envelope_error, envelope_ok, envelope_schema
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ProviderError, RateLimited, ToolError
+from specactor.protocol.input_required import InputRequired
 from specactor.protocol.schema import find_issue, issue_from_msgspec, json_type, schema_of
 from specactor.protocol.uritemplate import UriTemplate
 from specactor.wire.codec import any_decoder, decoder_for
@@ -164,7 +165,7 @@ class Registry:
                     out = await call_with_retries(fn, args, ctx)
                 except ToolError as err:
                     return envelope_error(err)
-                except ProtocolError:
+                except (ProtocolError, InputRequired):
                     raise
                 except Exception:
                     log.exception("tool handler raised", tool=name)

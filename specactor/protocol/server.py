@@ -30,6 +30,14 @@ from specactor.protocol.errors import (
     ToolError,
 )
 from specactor.protocol.frames import Incoming, error_response, result_response
+from specactor.protocol.input_required import (
+    ALLOWED_METHODS,
+    InputRequired,
+    InputRequiredResult,
+    StateSigner,
+    check_capabilities,
+    scope_of,
+)
 from specactor.protocol.registry import Registry, check_prompt_arguments, prompt_result, resource_contents
 from specactor.protocol.session import Session
 from specactor.wire import mcp as w
@@ -89,6 +97,7 @@ class ServerCore:
         self.info_meta: dict[str, Any] = {v.META_SERVER_INFO: {"name": name, "version": version}}
         self.instructions = instructions
         self.page_size = page_size
+        self.signer = StateSigner()
         self._tool_cache: dict[str, list[w.Tool]] = {}
         registry.on_change(lambda _kind, _uri: self._tool_cache.clear())
 
@@ -182,15 +191,36 @@ class ServerCore:
         else:
             level, caps = session.log_level, session.client_capabilities
         assert msg.id is not None
-        return RequestContext(session=session, peer=peer, runtime=runtime, request_id=msg.id, method=msg.method,
-                              progress_token=token if isinstance(token, (int, str)) else None,
-                              log_level=level, client_capabilities=caps)
+        ctx = RequestContext(session=session, peer=peer, runtime=runtime, request_id=msg.id, method=msg.method,
+                             progress_token=token if isinstance(token, (int, str)) else None,
+                             log_level=level, client_capabilities=caps)
+        if session.era == "modern" and msg.method in ALLOWED_METHODS:
+            params = msg.decoded
+            if isinstance(params.inputResponses, dict):
+                ctx.input_responses = params.inputResponses
+            if isinstance(params.requestState, str):
+                ctx.request_state = self.signer.open(scope_of(msg.method, params), params.requestState)
+        return ctx
 
     async def respond(self, msg: Incoming, session: Session, peer: Peer, runtime: Runtime) -> bytes:
         """The reply to an admitted request: a result, or an error that never leaks a traceback."""
         assert msg.id is not None
         try:
-            result = await self._route(msg, session, self.context(msg, session, peer, runtime))
+            ctx = self.context(msg, session, peer, runtime)
+            result = await self._route(msg, session, ctx)
+        except InputRequired as need:
+            if session.era != "modern" or msg.method not in ALLOWED_METHODS:
+                log.error("input required outside a 2026-07-28 tools/call, prompts/get or resources/read",
+                          method=msg.method)
+                return error_response(msg.id, INTERNAL_ERROR, f"Internal error while handling {msg.method}")
+            try:
+                check_capabilities(need.requests, ctx.client_capabilities)
+            except ProtocolError as err:
+                return error_response(msg.id, err.code, err.message, err.data)
+            result = InputRequiredResult(inputRequests=need.requests, resultType="input_required",
+                                         meta=self.info_meta,
+                                         requestState=self.signer.seal(scope_of(msg.method, msg.decoded), need.state))
+            return result_response(msg.id, result)
         except ProtocolError as err:
             return error_response(msg.id, err.code, err.message, err.data)
         except ResourceNotFound as err:
@@ -288,7 +318,7 @@ class ServerCore:
             result = await entry.handler(p.arguments, ctx)
         except ToolError as err:
             result = envelope_error(err)
-        except ProtocolError:
+        except (ProtocolError, InputRequired):
             raise
         except Exception:
             log.exception("tool handler raised", tool=p.name)

@@ -22,6 +22,7 @@ from msgspec import Meta, Raw
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import ProtocolError
 from specactor.protocol.registry import RawToolHandler, Registry, ToolInput
+from specactor.testing import input_fixtures
 from specactor.wire.codec import decoder_for
 from specactor.wire.mcp import (
     AudioContent,
@@ -227,7 +228,7 @@ def register(registry: Registry, _services: Any = None) -> None:
             "contact": {"anyOf": [{"type": "string", "format": "email"}, {"type": "string", "pattern": "^\\+"}]},
             "kind": {"type": "string"},
         },
-        "allOf": [{"required": ["name"]}],
+        "allOf": [{"required": ["name"]}, {"anyOf": [{"required": ["contact"]}, {"required": ["name"]}]}],
         "if": {"properties": {"kind": {"const": "company"}}},
         "then": {"required": ["address"]},
         "else": {},
@@ -271,6 +272,8 @@ def register(registry: Registry, _services: Any = None) -> None:
         registry.add_prompt(Prompt(name="test_temporary_prompt", description="Temporary"),
                             _static_prompt("temporary"), toolset="fixtures")
         return _text("added test_temporary_prompt")
+
+    input_fixtures.register(registry)
 
     # -------------------------------------------------------------- resources
 

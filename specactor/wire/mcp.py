@@ -39,16 +39,23 @@ class PaginatedParams(Params, kw_only=True):
     cursor: str | None = None
 
 
-class CallToolParams(Params, kw_only=True):
+class InputParams(Params, kw_only=True):
+    """Members a 2026-07-28 client adds when it answers an input-required result."""
+
+    inputResponses: dict[str, dict[str, Any]] | UnsetType = UNSET
+    requestState: str | UnsetType = UNSET
+
+
+class CallToolParams(InputParams, kw_only=True):
     name: str
     arguments: Raw = Raw()
 
 
-class ReadResourceParams(Params, kw_only=True):
+class ReadResourceParams(InputParams, kw_only=True):
     uri: str
 
 
-class GetPromptParams(Params, kw_only=True):
+class GetPromptParams(InputParams, kw_only=True):
     name: str
     arguments: dict[str, str] | None = None
 
