@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import structlog
 import trio
 
 from specactor import SERVER_NAME, __version__
-from specactor.actors.dispatcher import Dispatcher
+from specactor.actors.dispatcher import Connection, Dispatcher
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.session_log import Flush, SessionLogActor
@@ -24,11 +23,12 @@ from specactor.actors.stdio import StdioFds, StdioTransport
 from specactor.actors.storage import StorageActor
 from specactor.actors.supervisor import ChildSpec, Supervisor
 from specactor.config import Config
+from specactor.logsetup import get_logger
 from specactor.protocol.registry import Registry
 from specactor.protocol.server import ServerCore
 from specactor.toolsets import Services, build_registry
 
-log = structlog.get_logger("specactor.app")
+log = get_logger("specactor.app")
 
 INSTRUCTIONS = (
     "specactor serves a spec-driven workflow on this repository: OpenSpec workspaces (openspec/), "
@@ -76,6 +76,22 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
         await app.supervisor.start(nursery, spec)
 
 
+def notify_changes(app: App, nursery: trio.Nursery, connections: Callable[[], Iterable[Connection]]) -> None:
+    """Tell initialized legacy sessions when a list changes, or a resource they subscribed to."""
+
+    def on_change(kind: str, uri: str | None) -> None:
+        for conn in connections():
+            session = conn.session
+            if session.era != "legacy" or not session.initialized:
+                continue
+            if kind != "resource":
+                nursery.start_soon(conn.peer.notify, f"notifications/{kind}/list_changed", {})
+            elif uri in session.subscriptions:
+                nursery.start_soon(conn.peer.notify, "notifications/resources/updated", {"uri": uri})
+
+    app.registry.on_change(on_change)
+
+
 async def drain(app: App) -> None:
     """Give in-flight requests the grace period, then flush the session log."""
     with trio.move_on_after(app.config.grace_period) as scope:
@@ -84,6 +100,21 @@ async def drain(app: App) -> None:
         log.warning("grace period over; cancelling requests still running", in_flight=app.dispatcher.in_flight)
     with trio.move_on_after(app.config.grace_period):
         await app.session_log.mailbox.call(Flush(), app.config.grace_period)
+
+
+async def announce(app: App, **fields: object) -> None:
+    """Log the start-up line once the first reply is out (or after a second of quiet).
+
+    structlog is imported meanwhile on a worker thread, so neither its import nor the line
+    itself stands between a client and its first answer.
+    """
+    from specactor import logsetup
+
+    with trio.move_on_after(1.0):
+        await app.dispatcher.first_reply.wait()
+    await trio.to_thread.run_sync(logsetup.preload)
+    log.info("specactor started", version=__version__, root=str(app.config.root_path), pid=os.getpid(),
+             tools=len(app.registry.tools), toolsets=sorted(set(app.config.toolsets)), **fields)
 
 
 async def _watch_signals(stop: trio.Event, reason: list[str]) -> None:
@@ -100,17 +131,7 @@ async def serve_stdio(app: App, fds: StdioFds) -> int:
         await start_actors(app, root)
         await app.supervisor.start(root, ChildSpec("stdio", transport.run, restart="transient"))
 
-        def on_change(kind: str, uri: str | None) -> None:
-            session, conn = transport.session, transport.conn
-            if conn is None or session.era != "legacy" or not session.initialized:
-                return
-            if kind == "resource":
-                if uri in session.subscriptions:
-                    root.start_soon(conn.peer.notify, "notifications/resources/updated", {"uri": uri})
-            else:
-                root.start_soon(conn.peer.notify, f"notifications/{kind}/list_changed", {})
-
-        app.registry.on_change(on_change)
+        notify_changes(app, root, lambda: [transport.conn] if transport.conn is not None else [])
         stop, reason = trio.Event(), ["stdin closed"]
         root.start_soon(_watch_signals, stop, reason)
 
@@ -119,9 +140,7 @@ async def serve_stdio(app: App, fds: StdioFds) -> int:
             stop.set()
 
         root.start_soon(on_eof)
-        log.info("specactor started", transport="stdio", version=__version__, root=str(app.config.root_path),
-                 toolsets=sorted({e.toolset for e in app.registry.tools.values()} | set(app.config.toolsets)),
-                 tools=len(app.registry.tools), pid=os.getpid())
+        root.start_soon(lambda: announce(app, transport="stdio"))
         await stop.wait()
         log.info("shutting down", reason=reason[-1], in_flight=app.dispatcher.in_flight)
         await drain(app)
@@ -146,8 +165,12 @@ async def serve_http(app: App) -> int:
         await app.supervisor.start(root, ChildSpec("http", transport.run, restart="transient"))
         stop, reason = trio.Event(), ["signal"]
         root.start_soon(_watch_signals, stop, reason)
+        urls = [f"http://{b.removeprefix('http://')}/mcp" for b in transport.binds]
+        from specactor import logsetup
+
+        await trio.to_thread.run_sync(logsetup.preload)  # an HTTP server is found by this line: log it now
         log.info("specactor started", transport="http", version=__version__, root=str(app.config.root_path),
-                 urls=[f"http://{b.removeprefix('http://')}/mcp" for b in transport.binds], pid=os.getpid())
+                 urls=urls, pid=os.getpid(), tools=len(app.registry.tools))
         await stop.wait()
         log.info("shutting down", reason=reason[-1], in_flight=app.dispatcher.in_flight)
         transport.stopping.set()  # hypercorn stops accepting and gives open requests the grace period

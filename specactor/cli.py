@@ -12,13 +12,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import structlog
 import trio
 
 from specactor import __version__, logsetup
 from specactor.config import TOOLSETS, Config, ConfigError, load
+from specactor.logsetup import get_logger
 
-log = structlog.get_logger("specactor.cli")
+log = get_logger("specactor.cli")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import yaml
 from msgspec import Meta
 
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
@@ -163,6 +162,8 @@ def read_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
+    import yaml  # only when a settings file is read: it costs ~12 ms at start-up
+
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:

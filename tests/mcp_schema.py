@@ -75,7 +75,12 @@ def validate(version: str, message: Any, method: str | None = None) -> None:
         _validator(version, "ServerNotification").validate(message)
         return
     if "error" in message:
-        _validator(version, "JSONRPCErrorResponse").validate(message)
+        name = "JSONRPCErrorResponse" if has_definition(version, "JSONRPCErrorResponse") else "JSONRPCError"
+        if name == "JSONRPCError" and "id" not in message:
+            # 2025-06-18 requires an id even when the request's id could not be read; no value can
+            # satisfy it then (null is not a RequestId). The server leaves it out, as 2025-11-25 allows.
+            message = {**message, "id": "(unknown)"}
+        _validator(version, name).validate(message)
         return
     definition = "JSONRPCResultResponse" if has_definition(version, "JSONRPCResultResponse") else "JSONRPCResponse"
     _validator(version, definition).validate(message)

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-import structlog
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from specactor.actors.dispatcher import Job
-from specactor.actors.peer import Pending, PeerLink
+from specactor.actors.peer import PeerLink, Pending
 from specactor.actors.prometheus import exposition
+from specactor.logsetup import get_logger
 from specactor.protocol import http_rules as rules
 from specactor.protocol import versions as v
 from specactor.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, ProtocolError
@@ -34,7 +34,7 @@ from specactor.protocol.server import KNOWN, LEGACY_ONLY
 from specactor.protocol.session import Session
 from specactor.wire.codec import encode
 
-log = structlog.get_logger("specactor.http")
+log = get_logger("specactor.http")
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -7,7 +7,6 @@ actor which crashes mid-message closes the reply channel and the caller learns a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar
@@ -105,6 +104,13 @@ class Mailbox(Generic[M]):
     def receive_nowait(self) -> Letter[M]:
         return self._recv.receive_nowait()
 
-    async def __aiter__(self) -> AsyncIterator[Letter[M]]:
-        while True:
-            yield await self._recv.receive()
+    def __aiter__(self) -> Mailbox[M]:
+        # A plain iterator, not an async generator: an actor cancelled mid-letter must not leave
+        # an abandoned generator behind for the garbage collector to finalise.
+        return self
+
+    async def __anext__(self) -> Letter[M]:
+        try:
+            return await self._recv.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-import structlog
 import trio
 
 from specactor.actors.mailbox import Mailbox
+from specactor.logsetup import get_logger
 
-log = structlog.get_logger("specactor.session_log")
+log = get_logger("specactor.session_log")
 
 BATCH = 512  # lines written per worker-thread hop at most
 

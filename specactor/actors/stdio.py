@@ -14,18 +14,18 @@ import sys
 import time
 from dataclasses import dataclass
 
-import structlog
 import trio
 import trio.lowlevel
 
 from specactor.actors.dispatcher import Dispatcher
 from specactor.actors.peer import PeerLink
+from specactor.logsetup import get_logger
 from specactor.protocol.errors import INVALID_REQUEST
 from specactor.protocol.frames import error_response
 from specactor.protocol.server import ServerCore
 from specactor.protocol.session import Session
 
-log = structlog.get_logger("specactor.stdio")
+log = get_logger("specactor.stdio")
 
 CHUNK = 64 * 1024
 BIG_CHUNK = 1024 * 1024  # once a line is past one chunk, read faster
@@ -98,8 +98,13 @@ class LineReader:
                     del self.buf[: end + 1]
                     self.skipping = self.scanned = 0
                     return TooLong(size)
+                del_to = end + 1
+                if end > self.max_line:
+                    del self.buf[:del_to]
+                    self.scanned = 0
+                    return TooLong(end)
                 line = bytes(self.buf[:end])
-                del self.buf[: end + 1]
+                del self.buf[:del_to]
                 self.scanned = 0
                 return line
             self.scanned = len(self.buf)
@@ -109,10 +114,14 @@ class LineReader:
                 self.scanned = 0
             data = await self.stream.receive_some(BIG_CHUNK if len(self.buf) > CHUNK or self.skipping else CHUNK)
             if not data:
-                if self.buf and not self.skipping:
+                if self.skipping:
+                    size, self.skipping = self.skipping + len(self.buf), 0
+                    self.buf.clear()
+                    return TooLong(size)
+                if self.buf:
                     line = bytes(self.buf)
                     self.buf.clear()
-                    return line
+                    return line if len(line) <= self.max_line else TooLong(len(line))
                 return None
             self.buf += data
 

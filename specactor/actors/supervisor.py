@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import structlog
 import trio
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
-log = structlog.get_logger("specactor.supervisor")
+from specactor.logsetup import get_logger
+
+log = get_logger("specactor.supervisor")
 
 Restart = Literal["permanent", "transient", "temporary"]
 
@@ -34,6 +34,13 @@ class SupervisorGaveUp(Exception):
     def __init__(self, name: str, cause: BaseException) -> None:
         super().__init__(f"actor '{name}' crashed too often; last error: {describe(cause)}")
         self.cause = cause
+
+
+class _State:
+    """The part of tenacity's RetryCallState its wait strategies read."""
+
+    def __init__(self, attempt_number: int) -> None:
+        self.attempt_number = attempt_number
 
 
 class _Exited(Exception):
@@ -70,41 +77,39 @@ class Supervisor:
                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         crashes: deque[float] = deque()
         started = False
-
-        def wait(state: RetryCallState) -> float:
-            return float(min(self.backoff_max, self.backoff_min * 2 ** max(0, len(crashes) - 1)))
-
-        def stop(state: RetryCallState) -> bool:
-            return len(crashes) > self.max_restarts
-
-        def before_sleep(state: RetryCallState) -> None:
+        while True:
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(spec.start)
+                    if not started:
+                        started = True
+                        task_status.started()
+            except BaseException as exc:
+                cause = root_cause(exc)
+                if isinstance(cause, trio.Cancelled) or not isinstance(cause, Exception):
+                    raise
+            else:
+                if spec.restart != "permanent":
+                    return
+                cause = _Exited(f"{spec.name} returned")
+            self._crashed(spec, cause, crashes)
+            if spec.restart == "temporary":
+                return
+            if len(crashes) > self.max_restarts:
+                raise SupervisorGaveUp(spec.name, cause)
+            await self._backoff(len(crashes))
             self.restarts[spec.name] = self.restarts.get(spec.name, 0) + 1
 
-        retrying = AsyncRetrying(sleep=trio.sleep, wait=wait, stop=stop, reraise=True,
-                                 retry=retry_if_exception_type(Exception), before_sleep=before_sleep)
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    try:
-                        async with trio.open_nursery() as nursery:
-                            await nursery.start(spec.start)
-                            if not started:
-                                started = True
-                                task_status.started()
-                    except BaseException as exc:
-                        cause = root_cause(exc)
-                        if isinstance(cause, trio.Cancelled) or not isinstance(cause, Exception):
-                            raise
-                        self._crashed(spec, cause, crashes)
-                        if spec.restart == "temporary":
-                            return
-                        raise cause from None
-                    if spec.restart != "permanent":
-                        return
-                    self._crashed(spec, _Exited(f"{spec.name} returned"), crashes)
-                    raise _Exited(spec.name)
-        except Exception as exc:
-            raise SupervisorGaveUp(spec.name, exc) from None
+    async def _backoff(self, crashes: int) -> None:
+        """Wait before a restart: tenacity's exponential wait, slept with trio.sleep."""
+        from tenacity import AsyncRetrying, stop_after_attempt, wait_exponential
+
+        # One attempt whose only job is the wait: tenacity decides the delay from the number of
+        # recent crashes and sleeps it through trio.
+        retrying = AsyncRetrying(sleep=trio.sleep, stop=stop_after_attempt(2), reraise=True,
+                                 wait=wait_exponential(multiplier=self.backoff_min, max=self.backoff_max))
+        delay = retrying.wait(_State(crashes))
+        await retrying.sleep(delay)
 
     def _crashed(self, spec: ChildSpec, cause: BaseException, crashes: deque[float]) -> None:
         now = trio.current_time()

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from specactor.protocol.errors import MISSING_CLIENT_CAPABILITY, ProtocolError
+from specactor.protocol.errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, ProtocolError
 from specactor.protocol.input_required import InputRequired
 
 if TYPE_CHECKING:
@@ -83,7 +83,15 @@ class RequestContext:
                                 {"requiredCapabilities": {name: {}}})
 
     async def request_client(self, method: str, params: Any, timeout: float = 60.0) -> Any:
-        """Send a server-to-client request (sampling, elicitation, roots) and await its result."""
+        """Send a server-to-client request (sampling, elicitation, roots) and await its result.
+
+        Raises:
+            ProtocolError: in the 2026-07-28 era, which forbids server-to-client requests; handlers
+                use `ask`, which turns into an input-required result there.
+        """
+        if self.modern:
+            raise ProtocolError(INTERNAL_ERROR, f"{method} cannot be sent in protocol version 2026-07-28; "
+                                "the handler must ask through an input-required result")
         return await self.peer.request(method, params, timeout)
 
     @property

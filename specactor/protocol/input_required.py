@@ -28,7 +28,7 @@ CAPABILITY: Final = {"elicitation/create": "elicitation", "sampling/createMessag
 ALLOWED_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
-class InputRequired(Exception):  # noqa: N818 - a control-flow signal, like StopIteration
+class InputRequired(Exception):
     """Raised by a handler (through `RequestContext.ask`) to ask the client for input."""
 
     def __init__(self, requests: dict[str, dict[str, Any]], state: Any = None) -> None:

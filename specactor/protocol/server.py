@@ -12,9 +12,9 @@ import binascii
 from typing import Any, Final
 
 import msgspec
-import structlog
 from msgspec import UNSET
 
+from specactor.logsetup import get_logger
 from specactor.protocol import versions as v
 from specactor.protocol.context import LOG_LEVELS, Peer, RequestContext, Runtime
 from specactor.protocol.envelope import envelope_error
@@ -43,7 +43,7 @@ from specactor.protocol.session import Session
 from specactor.wire import mcp as w
 from specactor.wire.codec import decoder_for
 
-log = structlog.get_logger("specactor.protocol")
+log = get_logger("specactor.protocol")
 
 LEGACY_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
                                 "resources/unsubscribe"})
@@ -119,7 +119,10 @@ class ServerCore:
         meta = params.meta or {}
         enveloped = v.META_PROTOCOL_VERSION in meta
         if session.era == "new" and method != "initialize" and enveloped:
-            session.era = "modern"
+            refused = self._admit_modern(msg, method, meta)
+            if refused is None:  # only an accepted request decides the era; a refused probe may fall back
+                session.era = "modern"
+            return refused
         if session.era == "modern":
             return self._admit_modern(msg, method, meta)
         if enveloped and method != "initialize":
@@ -130,6 +133,9 @@ class ServerCore:
                                   f"('{v.META_PROTOCOL_VERSION}' and '{v.META_CLIENT_CAPABILITIES}')")
         if method == "initialize":
             assert isinstance(params, w.InitializeParams)
+            if session.era == "legacy":
+                return error_response(msg.id, INVALID_REQUEST, "Invalid Request: this session is already "
+                                      f"initialized (protocol version {session.protocol_version})")
             session.era = "legacy"
             session.protocol_version = v.negotiate_legacy(params.protocolVersion)
             session.client_info = params.clientInfo
@@ -232,7 +238,7 @@ class ServerCore:
             return error_response(msg.id, INTERNAL_ERROR, f"Internal error while handling {msg.method}")
         if session.era == "modern":
             result.resultType = "complete"
-            result.meta = self.info_meta
+            result.meta = {**result.meta, **self.info_meta} if isinstance(result.meta, dict) else self.info_meta
             if isinstance(result, w.CacheableResult):
                 public = msg.method not in ("resources/read",)
                 result.ttlMs = LIST_TTL_MS if public else READ_TTL_MS
@@ -291,9 +297,8 @@ class ServerCore:
             "resources": {} if modern else {"subscribe": True, "listChanged": True},
             "prompts": {} if modern else {"listChanged": True},
             "completions": {},
+            "logging": {},
         }
-        if not modern:
-            caps["logging"] = {}
         return caps
 
     # ------------------------------------------------------------------ methods

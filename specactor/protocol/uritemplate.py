@@ -34,7 +34,19 @@ class UriTemplate:
         m = self._regex.match(uri)
         if m is None:
             return None
-        return {name: unquote(m.group(name.replace("-", "_"))) for name in self.variables}
+        out = {}
+        for name, reserved in self._kinds:
+            value = unquote(m.group(name.replace("-", "_")))
+            # Decoding must not smuggle in what the raw match excluded: a separator in a
+            # one-segment variable, a `..` segment or a NUL anywhere.
+            if "\x00" in value or ".." in value.split("/") or (not reserved and "/" in value):
+                return None
+            out[name] = value
+        return out
+
+    @cached_property
+    def _kinds(self) -> tuple[tuple[str, bool], ...]:
+        return tuple((m.group(2), bool(m.group(1))) for m in _VAR.finditer(self.template))
 
     def expand(self, **values: str) -> str:
         return _VAR.sub(lambda m: values[m.group(2)], self.template)

@@ -23,7 +23,6 @@ from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import ProtocolError
 from specactor.protocol.registry import RawToolHandler, Registry, ToolInput
 from specactor.testing import input_fixtures
-from specactor.wire.codec import decoder_for
 from specactor.wire.mcp import (
     AudioContent,
     CallToolResult,
@@ -73,9 +72,17 @@ class SleepOut(msgspec.Struct):
     slept: float
 
 
-class PromptIn(msgspec.Struct, forbid_unknown_fields=True):
-    prompt: str = ""
-    message: str = ""
+class SamplingIn(ToolInput):
+    prompt: Annotated[str, Meta(description="The prompt to send to the client's model")]
+
+
+class ElicitIn(ToolInput):
+    message: Annotated[str, Meta(description="The message to show the user")]
+
+
+class RegionIn(ToolInput):
+    region: Annotated[str, Meta(description="A region, mirrored into the Mcp-Param-Region header",
+                                extra_json_schema={"x-mcp-header": "Region"})]
 
 
 def register(registry: Registry, _services: Any = None) -> None:
@@ -150,30 +157,27 @@ def register(registry: Registry, _services: Any = None) -> None:
     async def error_handling(raw: Raw, ctx: RequestContext) -> CallToolResult:
         return _text("This tool intentionally returns an error for testing", error=True)
 
-    prompt_schema = {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}
-
-    @raw_tool("test_sampling", "Tests server-initiated sampling (LLM completion request)", prompt_schema)
-    async def sampling(raw: Raw, ctx: RequestContext) -> CallToolResult:
-        args = decoder_for(PromptIn).decode(bytes(raw) or b"{}")
+    @registry.tool("test_sampling", description="Tests server-initiated sampling (LLM completion request)",
+                   input=SamplingIn, envelope=False, toolset="fixtures")
+    async def sampling(args: SamplingIn, ctx: RequestContext) -> CallToolResult:
         ctx.require_client_capability("sampling")
-        result = await ctx.request_client("sampling/createMessage", {
-            "messages": [{"role": "user", "content": {"type": "text", "text": args.prompt}}], "maxTokens": 100})
-        content = result.get("content") if isinstance(result, dict) else None
+        answers = await ctx.ask({"answer": ("sampling/createMessage", {
+            "messages": [{"role": "user", "content": {"type": "text", "text": args.prompt}}], "maxTokens": 100})})
+        content = answers["answer"].get("content") if isinstance(answers["answer"], dict) else None
         text = content.get("text") if isinstance(content, dict) else None
         return _text(f"LLM response: {text if isinstance(text, str) else 'No response'}")
 
-    message_schema = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
-
     async def elicit(ctx: RequestContext, message: str, schema: dict[str, Any], label: str) -> CallToolResult:
         ctx.require_client_capability("elicitation")
-        result = await ctx.request_client("elicitation/create", {"message": message, "requestedSchema": schema})
+        answers = await ctx.ask({"answer": ("elicitation/create", {"message": message, "requestedSchema": schema})})
+        result = answers["answer"]
         action = result.get("action") if isinstance(result, dict) else None
         content = result.get("content") if isinstance(result, dict) and action == "accept" else {}
         return _text(f"{label}: action={action}, content={json.dumps(content, separators=(',', ':'))}")
 
-    @raw_tool("test_elicitation", "Tests server-initiated elicitation (user input request)", message_schema)
-    async def elicitation(raw: Raw, ctx: RequestContext) -> CallToolResult:
-        args = decoder_for(PromptIn).decode(bytes(raw) or b"{}")
+    @registry.tool("test_elicitation", description="Tests server-initiated elicitation (user input request)",
+                   input=ElicitIn, envelope=False, toolset="fixtures")
+    async def elicitation(args: ElicitIn, ctx: RequestContext) -> CallToolResult:
         return await elicit(ctx, args.message, {
             "type": "object",
             "properties": {"username": {"type": "string", "description": "User's username"},
@@ -237,14 +241,10 @@ def register(registry: Registry, _services: Any = None) -> None:
     async def schema_2020(raw: Raw, ctx: RequestContext) -> CallToolResult:
         return _text(f"Received: {bytes(raw).decode() if raw else '{}'}")
 
-    @raw_tool("test_x_mcp_header", "Tool with a parameter mirrored into an HTTP header", {
-        "type": "object",
-        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
-        "required": ["region"],
-    })
-    async def x_header(raw: Raw, ctx: RequestContext) -> CallToolResult:
-        value = msgspec.json.decode(bytes(raw) or b"{}").get("region")
-        return _text(f"region={value}")
+    @registry.tool("test_x_mcp_header", description="Tool with a parameter mirrored into an HTTP header",
+                   input=RegionIn, envelope=False, toolset="fixtures")
+    async def x_header(args: RegionIn, ctx: RequestContext) -> CallToolResult:
+        return _text(f"region={args.region}")
 
     @raw_tool("test_missing_capability", "Needs the client's sampling capability")
     async def missing_capability(raw: Raw, ctx: RequestContext) -> CallToolResult:

@@ -124,5 +124,6 @@ async def open_memory_server(config: Config | None = None, extra: Callable[[Regi
     async with trio.open_nursery() as nursery:
         await application.start_actors(built, nursery)
         conn = MemoryConnection(send)
+        application.notify_changes(built, nursery, lambda: [conn])
         yield MemoryClient(built, conn, recv)
         nursery.cancel_scope.cancel()

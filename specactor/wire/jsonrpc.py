@@ -46,10 +46,13 @@ class ResultResponse(msgspec.Struct):
     result: Any
 
 
-class ErrorResponse(msgspec.Struct):
+class ErrorResponse(msgspec.Struct, omit_defaults=True):
+    """An error reply. `id` is left out when the request's id could not be read: the MCP
+    schemas (2025-11-25 on) make it optional and do not allow JSON-RPC's `null`."""
+
     jsonrpc: str
-    id: int | str | None
     error: ErrorObject
+    id: int | str | UnsetType = UNSET
 
 
 class Notification(msgspec.Struct, omit_defaults=True):

@@ -1,0 +1,68 @@
+"""From raw samples to the figures the table, the gates and the JSON report use.
+
+`MEASURES` is the one list of reported measures (key, label, unit, which way is better);
+`server_figures` computes them for one server, plus the full latency summaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bench.harness import ServerRun
+from bench.stats import median, summarize
+
+
+@dataclass(frozen=True)
+class Measure:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool = False
+
+
+MEASURES = (
+    Measure("first_reply_ms", "first reply (spawn → initialize reply), median", "ms"),
+    Measure("idle_rss_mb", "idle RSS (after handshake + idle)", "MB"),
+    Measure("peak_rss_mb", "peak RSS (VmHWM, end of run)", "MB"),
+    Measure("single_median_ms", "single call, median", "ms"),
+    Measure("single_p95_ms", "single call, p95", "ms"),
+    Measure("single_p99_ms", "single call, p99", "ms"),
+    Measure("single_calls_per_s", "single call, calls/s (sequential)", "calls/s", higher_is_better=True),
+    Measure("single_cpu_s_per_1k", "server CPU per 1,000 single calls", "s"),
+    Measure("burst_p50_ms", "burst-100, per-request p50", "ms"),
+    Measure("burst_p95_ms", "burst-100, per-request p95", "ms"),
+    Measure("burst_p99_ms", "burst-100, per-request p99", "ms"),
+    Measure("burst_calls_per_s", "burst-100 throughput, median over rounds", "calls/s", higher_is_better=True),
+    Measure("burst_cpu_s_per_1k", "server CPU per 1,000 burst calls", "s"),
+)
+
+
+def _per_1k(cpu_s: float, calls: int) -> float | None:
+    return cpu_s / calls * 1000 if calls else None
+
+
+def server_figures(run: ServerRun) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """(flat figures keyed like MEASURES, full summaries) for one server."""
+    first = summarize(run.first_reply_ms)
+    single = summarize(run.single_ms)
+    burst = summarize(run.burst_ms)
+    tput = summarize(run.burst_tput)
+    total_single_s = sum(run.single_ms) / 1000
+    flat: dict[str, float | None] = {
+        "first_reply_ms": first.get("median"),
+        "idle_rss_mb": run.idle_rss_mb,
+        "peak_rss_mb": run.peak_rss_mb,
+        "single_median_ms": single.get("median"),
+        "single_p95_ms": single.get("p95"),
+        "single_p99_ms": single.get("p99"),
+        "single_calls_per_s": len(run.single_ms) / total_single_s if total_single_s else None,
+        "single_cpu_s_per_1k": _per_1k(run.single_cpu_s, len(run.single_ms)),
+        "burst_p50_ms": burst.get("median"),
+        "burst_p95_ms": burst.get("p95"),
+        "burst_p99_ms": burst.get("p99"),
+        "burst_calls_per_s": median(run.burst_tput) if run.burst_tput else None,
+        "burst_cpu_s_per_1k": _per_1k(run.burst_cpu_s, len(run.burst_ms)),
+    }
+    summaries = {"first_reply_ms": first, "single_ms": single, "burst_ms": burst, "burst_calls_per_s": tput}
+    return flat, summaries

@@ -1,0 +1,85 @@
+"""The performance gates: fixed targets for specactor, most of them relative to the peers.
+
+A gate whose inputs are missing (a server left out with `--servers`) is skipped, neither
+passed nor failed. Targets are part of the project's contract; change them here, in one place,
+and in bench/README.md, deliberately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+Figures = Mapping[str, Mapping[str, float | None]]  # server key -> measure key -> value
+
+FLOOR_FACTOR = 1.5  # specactor single-call median <= 1.5 x floor
+SDK_FACTOR = 3.0  # SDK single-call median >= 3 x specactor
+BURST_FACTOR = 5.0  # specactor burst throughput >= 5 x SDK
+FIRST_REPLY_MS = 150.0
+IDLE_RSS_MB = 60.0
+P95_MS = 200.0
+
+
+@dataclass(frozen=True)
+class GateResult:
+    name: str
+    target: str
+    verdict: str  # "pass" | "fail" | "skip"
+    detail: str
+    measures: tuple[str, ...]  # the table rows it judges
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _get(figs: Figures, server: str, key: str) -> float | None:
+    return figs.get(server, {}).get(key)
+
+
+def _gate(name: str, target: str, measures: tuple[str, ...], ok: bool | None, detail: str) -> GateResult:
+    verdict = "skip" if ok is None else "pass" if ok else "fail"
+    return GateResult(name, target, verdict, detail if ok is not None else "not measured", measures)
+
+
+def evaluate(figs: Figures) -> list[GateResult]:
+    sa_med = _get(figs, "specactor", "single_median_ms")
+    floor_med = _get(figs, "floor", "single_median_ms")
+    sdk_med = _get(figs, "sdk", "single_median_ms")
+    sa_tput = _get(figs, "specactor", "burst_calls_per_s")
+    sdk_tput = _get(figs, "sdk", "burst_calls_per_s")
+    first = _get(figs, "specactor", "first_reply_ms")
+    rss = _get(figs, "specactor", "idle_rss_mb")
+    p95s = {"single": _get(figs, "specactor", "single_p95_ms"), "burst": _get(figs, "specactor", "burst_p95_ms")}
+    gates = []
+
+    ok = None if sa_med is None or floor_med is None else sa_med <= FLOOR_FACTOR * floor_med
+    gates.append(_gate(
+        "single-call median vs floor", f"specactor ≤ {FLOOR_FACTOR:g} x floor", ("single_median_ms",), ok,
+        f"specactor {sa_med:.3f} ms = {sa_med / floor_med:.2f} x floor {floor_med:.3f} ms" if ok is not None
+        else ""))
+    ok = None if sa_med is None or sdk_med is None else sdk_med >= SDK_FACTOR * sa_med
+    gates.append(_gate(
+        "single-call median vs SDK", f"SDK ≥ {SDK_FACTOR:g} x specactor", ("single_median_ms",), ok,
+        f"SDK {sdk_med:.3f} ms = {sdk_med / sa_med:.2f} x specactor {sa_med:.3f} ms" if ok is not None else ""))
+    ok = None if sa_tput is None or sdk_tput is None else sa_tput >= BURST_FACTOR * sdk_tput
+    gates.append(_gate(
+        "burst-100 throughput", f"specactor ≥ {BURST_FACTOR:g} x SDK", ("burst_calls_per_s",), ok,
+        f"specactor {sa_tput:.0f}/s = {sa_tput / sdk_tput:.2f} x SDK {sdk_tput:.0f}/s" if ok is not None else ""))
+    ok = None if first is None else first <= FIRST_REPLY_MS
+    gates.append(_gate("first reply", f"specactor ≤ {FIRST_REPLY_MS:g} ms", ("first_reply_ms",), ok,
+                       f"specactor {first:.1f} ms" if ok is not None else ""))
+    ok = None if rss is None else rss <= IDLE_RSS_MB
+    gates.append(_gate("idle RSS", f"specactor ≤ {IDLE_RSS_MB:g} MB", ("idle_rss_mb",), ok,
+                       f"specactor {rss:.1f} MB" if ok is not None else ""))
+    known = {k: v for k, v in p95s.items() if v is not None}
+    ok = None if not known else all(v < P95_MS for v in known.values())
+    gates.append(_gate("specactor P95", f"every specactor p95 < {P95_MS:g} ms", ("single_p95_ms", "burst_p95_ms"),
+                       ok, ", ".join(f"{k} p95 {v:.2f} ms" for k, v in known.items())))
+    return gates
+
+
+def overall(gates: list[GateResult]) -> str:
+    if any(g.verdict == "fail" for g in gates):
+        return "FAIL"
+    return "PASS" if any(g.verdict == "pass" for g in gates) else "SKIP"
