@@ -142,8 +142,9 @@ class HttpTransport:
         config.accesslog = None
         config.errorlog = None
         async with trio.open_nursery() as nursery:
+            app: Any = self.asgi
             self.binds = await nursery.start(lambda task_status: serve(
-                self.asgi, config, shutdown_trigger=self.stopping.wait, task_status=task_status))
+                app, config, shutdown_trigger=self.stopping.wait, task_status=task_status))
             nursery.start_soon(self._reap)
             task_status.started()
 
@@ -441,7 +442,8 @@ class HttpTransport:
     def _session_of(self, headers: dict[str, str]) -> tuple[HttpSession | None, int, bytes]:
         sid = headers.get("mcp-session-id")
         if sid is None:
-            return None, 400, error_response(None, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required")
+            return None, 400, error_response(None, INVALID_REQUEST,
+                                             "Bad Request: the Mcp-Session-Id header is required")
         hs = self.sessions.get(sid)
         if hs is None:
             return None, 404, error_response(None, INVALID_REQUEST, "Not Found: the session has ended or never existed")

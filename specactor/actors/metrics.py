@@ -94,11 +94,26 @@ class MetricsActor:
         self._counters: dict[str, dict[Labels, int]] = {
             "mcp.requests.total": {}, "mcp.errors.total": {}, "mcp.tool.invocations": {}}
         self._hists: dict[str, dict[Labels, _Hist]] = {"mcp.requests.duration": {}}
+        self._by_key: dict[tuple[str, str], tuple[Labels, _Hist]] = {}  # hot-path lookups
         self.dropped = 0
 
-    def observe(self, obs: Observation) -> None:
+    def observe(self, method: str, tool: str, seconds: float, error: str | None) -> None:
         """Record one request; synchronous, never blocks, never drops."""
-        self._apply(obs)
+        key = (method, tool)
+        series = self._by_key.get(key)
+        if series is None:
+            labels: Labels = (("method", method), ("tool", tool))
+            series = self._by_key[key] = (labels, self._hists["mcp.requests.duration"].setdefault(labels, _Hist()))
+        labels, hist = series
+        totals = self._counters["mcp.requests.total"]
+        totals[labels] = totals.get(labels, 0) + 1
+        if tool:
+            self._inc("mcp.tool.invocations", (("tool", tool),))
+        if error is not None:
+            self._inc("mcp.errors.total", (("code", error),))
+        hist.counts[bisect.bisect_left(BUCKETS, seconds)] += 1
+        hist.count += 1
+        hist.total += seconds
 
     def observe_nowait(self, obs: Observation) -> None:
         """Queue an observation for the actor's task (for callers outside the event loop's thread
@@ -111,16 +126,7 @@ class MetricsActor:
         series[labels] = series.get(labels, 0) + 1
 
     def _apply(self, obs: Observation) -> None:
-        labels = (("method", obs.method), ("tool", obs.tool))
-        self._inc("mcp.requests.total", labels)
-        if obs.tool:
-            self._inc("mcp.tool.invocations", (("tool", obs.tool),))
-        if obs.error is not None:
-            self._inc("mcp.errors.total", (("code", obs.error),))
-        hist = self._hists["mcp.requests.duration"].setdefault(labels, _Hist())
-        hist.counts[bisect.bisect_left(BUCKETS, obs.seconds)] += 1
-        hist.count += 1
-        hist.total += obs.seconds
+        self.observe(obs.method, obs.tool, obs.seconds, obs.error)
 
     def statistics(self) -> MetricsStatistics:
         return MetricsStatistics(

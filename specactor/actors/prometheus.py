@@ -32,7 +32,8 @@ class _Snapshot(Collector):
                 family.add_metric([dict(key)[k] for k in labels], value)
             yield family
         for name, hists in self.stats.histograms.items():
-            family_h = HistogramMetricFamily(name.replace(".", "_") + "_seconds", _HELP[name], labels=["method", "tool"])
+            family_h = HistogramMetricFamily(name.replace(".", "_") + "_seconds", _HELP[name],
+                                             labels=["method", "tool"])
             for key, hist in hists.items():
                 cumulative, seen = [], 0
                 for edge, count in zip((*map(str, hist.buckets), "+Inf"), hist.counts, strict=True):

@@ -137,12 +137,17 @@ class StdioConnection:
     async def send(self, data: bytes) -> None:
         if self.broken.is_set():
             return
-        async with self._lock:
-            try:
-                await self.stream.send_all(data + b"\n")
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                log.warning("stdout closed; the client is gone", error=str(err))
-                self.broken.set()
+        try:
+            self._lock.acquire_nowait()  # uncontended: no trip through the scheduler
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
+            await self.stream.send_all(data + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+            log.warning("stdout closed; the client is gone", error=str(err))
+            self.broken.set()
+        finally:
+            self._lock.release()
 
 
 class StdioTransport:

@@ -108,8 +108,8 @@ class Supervisor:
         # recent crashes and sleeps it through trio.
         retrying = AsyncRetrying(sleep=trio.sleep, stop=stop_after_attempt(2), reraise=True,
                                  wait=wait_exponential(multiplier=self.backoff_min, max=self.backoff_max))
-        delay = retrying.wait(_State(crashes))
-        await retrying.sleep(delay)
+        delay = retrying.wait(_State(crashes))  # type: ignore[arg-type]  # tenacity reads attempt_number only
+        await retrying.sleep(delay)  # type: ignore[misc]  # the sleep given: trio.sleep
 
     def _crashed(self, spec: ChildSpec, cause: BaseException, crashes: deque[float]) -> None:
         now = trio.current_time()

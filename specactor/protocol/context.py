@@ -38,7 +38,10 @@ class Runtime(Protocol):
     async def run_sync(self, fn: Callable[..., T], *args: Any) -> T: ...
 
 
-@dataclass
+_NONE: dict[str, Any] = {}  # shared, never mutated: most requests carry no capabilities or answers
+
+
+@dataclass(slots=True)
 class RequestContext:
     """Per-request context handed to every tool, resource and prompt handler."""
 
@@ -49,8 +52,8 @@ class RequestContext:
     method: str
     progress_token: int | str | None = None
     log_level: str | None = None
-    client_capabilities: dict[str, Any] = field(default_factory=dict)
-    input_responses: dict[str, Any] = field(default_factory=dict)
+    client_capabilities: dict[str, Any] = field(default_factory=lambda: _NONE)
+    input_responses: dict[str, Any] = field(default_factory=lambda: _NONE)
     request_state: Any = None
     _last_progress: float = float("-inf")
 

@@ -48,19 +48,19 @@ def result_response(ident: int | str, result: Any) -> bytes:
     return encode(ResultResponse(JSONRPC_VERSION, ident, result))
 
 
-def _valid_id(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
-
-
 def classify(frame: Frame, raw: bytes) -> Incoming | bytes:
     """The message `frame` is, or the error reply it earns."""
-    ident = frame.id if _valid_id(frame.id) else None
+    ident = frame.id
+    id_type = type(ident)
     if frame.jsonrpc != JSONRPC_VERSION:
-        return error_response(ident, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
-    if frame.id is not msgspec.UNSET and not _valid_id(frame.id):
-        return error_response(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+        return error_response(ident if id_type is int or id_type is str else None, INVALID_REQUEST,
+                              'Invalid Request: "jsonrpc" must be "2.0"')
+    if id_type is not int and id_type is not str:  # bool is a subclass of int, not int itself
+        if ident is not msgspec.UNSET:
+            return error_response(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+        ident = None
     if frame.method is not msgspec.UNSET:
-        if not isinstance(frame.method, str) or not frame.method:
+        if type(frame.method) is not str or not frame.method:
             return error_response(ident, INVALID_REQUEST, "Invalid Request: method must be a non-empty string")
         if frame.params and bytes(frame.params)[:1] not in (b"{", b"["):
             return error_response(ident, INVALID_REQUEST, "Invalid Request: params must be an object")
@@ -86,13 +86,15 @@ def _why(err: Exception) -> str:
 
 def parse(data: bytes, *, batches: bool) -> Parsed:
     """Classify one transport frame. `batches` says whether the session accepts JSON-RPC batches."""
-    body = data.strip()
+    body = data.strip() if data[:1].isspace() or data[-1:].isspace() else data
     if not body:
         return Parsed()
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return Parsed(errors=[error_response(None, PARSE_ERROR, f"Parse error: invalid UTF-8 at byte {err.start}")])
+    if not body.isascii():  # ASCII is valid UTF-8; only other bytes need the (allocating) check
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as err:
+            return Parsed(errors=[error_response(None, PARSE_ERROR,
+                                                 f"Parse error: invalid UTF-8 at byte {err.start}")])
     head = body[:1]
     if head == b"{":
         frame = _decode_frame(body)

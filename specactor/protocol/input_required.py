@@ -94,7 +94,7 @@ class StateSigner:
 
 def check_capabilities(requests: dict[str, dict[str, Any]], capabilities: dict[str, Any]) -> None:
     """-32021 naming every capability the input requests need and the client did not declare."""
-    missing = {CAPABILITY[r["method"]]: {} for r in requests.values()
+    missing: dict[str, Any] = {CAPABILITY[r["method"]]: {} for r in requests.values()
                if r.get("method") in CAPABILITY and CAPABILITY[r["method"]] not in capabilities}
     if missing:
         raise ProtocolError(MISSING_CLIENT_CAPABILITY, f"this request needs the client capabilities "

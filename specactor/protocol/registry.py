@@ -154,7 +154,7 @@ class Registry:
         title: str | None = None,
         annotations: dict[str, Any] | None = None,
         envelope: bool = True,
-    ) -> Callable[[ToolHandler[In, Out]], ToolHandler[In, Out]]:
+    ) -> Callable[[ToolHandler[In, Any]], ToolHandler[In, Any]]:
         """Typed registration: `input`/`output` Structs give the schemas; results use the envelope.
 
         With `envelope=False` the handler returns its own `CallToolResult` (content blocks), and
@@ -164,7 +164,7 @@ class Registry:
         decoder = decoder_for(input)
         check_finite = output is not None and _has_numbers(schema_of(output))
 
-        def register(fn: ToolHandler[In, Out]) -> ToolHandler[In, Out]:
+        def register(fn: ToolHandler[In, Any]) -> ToolHandler[In, Any]:
             async def handle(raw: Raw, ctx: RequestContext) -> CallToolResult:
                 try:
                     args = decode_arguments(raw, decoder, input_schema)

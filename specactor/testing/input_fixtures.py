@@ -4,12 +4,13 @@ signed `requestState` in the 2026-07-28 era)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from msgspec import Raw
 
 from specactor.protocol.context import RequestContext
-from specactor.protocol.registry import Registry
+from specactor.protocol.registry import RawToolHandler, Registry
 from specactor.wire.mcp import CallToolResult, Prompt, PromptMessage, TextContent, Tool
 
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
@@ -50,8 +51,8 @@ def _text(text: str) -> CallToolResult:
 
 
 def register(registry: Registry) -> None:
-    def tool(name: str, description: str) -> Any:
-        def deco(fn: Any) -> Any:
+    def tool(name: str, description: str) -> Callable[[RawToolHandler], RawToolHandler]:
+        def deco(fn: RawToolHandler) -> RawToolHandler:
             registry.add_tool(Tool(name=name, description=description, inputSchema=EMPTY), fn, toolset="fixtures")
             return fn
         return deco
@@ -129,7 +130,8 @@ def register(registry: Registry) -> None:
 
     async def prompt(args: dict[str, str], ctx: RequestContext) -> list[PromptMessage]:
         answers = await ctx.ask({"user_context": _elicit("What context should the prompt use?", "context")})
-        return [PromptMessage("user", TextContent(text=f"Use this context: {_field(answers['user_context'], 'context')}"))]
+        context = _field(answers["user_context"], "context")
+        return [PromptMessage("user", TextContent(text=f"Use this context: {context}"))]
 
     registry.add_prompt(Prompt(name="test_input_required_result_prompt",
                                description="A prompt that asks the client for context first (SEP-2322)"),
