@@ -25,6 +25,10 @@ lint:
 bench *args:
     {{python}} -m bench {{args}}
 
+# the official MCP conformance suite, three configurations, against the fixture server over HTTP
+conformance *args:
+    {{python}} -m tests.conformance.run {{args}}
+
 # hypothesis tool-input and protocol-frame fuzzing, for longer, with a stored example database
 fuzz *args:
     SPECACTOR_FUZZ=1 {{python}} -m pytest -p no:cacheprovider tests/properties -q {{args}}
