@@ -29,7 +29,7 @@ from specactor.logsetup import get_logger
 from specactor.protocol import http_rules as rules
 from specactor.protocol import versions as v
 from specactor.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, ProtocolError
-from specactor.protocol.frames import Incoming, error_response, parse
+from specactor.protocol.frames import Incoming, Parsed, error_response, parse
 from specactor.protocol.server import KNOWN, LEGACY_ONLY
 from specactor.protocol.session import Session
 from specactor.wire.codec import encode
@@ -289,7 +289,7 @@ class HttpTransport:
         if modern:
             await self._post_modern(receive, send, headers, parsed, single, wants_sse)
         else:
-            await self._post_legacy(receive, send, headers, body, wants_sse)
+            await self._post_legacy(receive, send, headers, parsed, wants_sse)
 
     async def _post_modern(self, receive: Receive, send: Send, headers: dict[str, str], parsed: Any,
                            single: Incoming | None, wants_sse: bool) -> None:
@@ -329,7 +329,7 @@ class HttpTransport:
         await self._exchange(receive, send, conn, Job(conn, [single], at=time.time()), single.id, wants_sse,
                              rules.modern_status, [])
 
-    async def _post_legacy(self, receive: Receive, send: Send, headers: dict[str, str], body: bytes,
+    async def _post_legacy(self, receive: Receive, send: Send, headers: dict[str, str], parsed: Parsed,
                            wants_sse: bool) -> None:
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in v.LEGACY_VERSIONS:
@@ -337,13 +337,12 @@ class HttpTransport:
                                                      f"Bad Request: unsupported MCP-Protocol-Version {version!r}"))
             return
         sid = headers.get("mcp-session-id")
-        probe = parse(body, batches=True)
-        first = probe.messages[0] if probe.messages else None
-        if sid is None and first is not None and first.method == "initialize" and len(probe.messages) == 1:
-            await self._initialize(receive, send, body, wants_sse)
+        first = parsed.messages[0] if parsed.messages else None
+        if sid is None and first is not None and first.method == "initialize" and not parsed.batch:
+            await self._initialize(receive, send, first, wants_sse)
             return
         if sid is None:
-            await _respond(send, 400, probe.errors[0] if probe.errors and not probe.messages else error_response(
+            await _respond(send, 400, parsed.errors[0] if parsed.errors and not parsed.messages else error_response(
                 None, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required"))
             return
         hs = self.sessions.get(sid)
@@ -352,7 +351,10 @@ class HttpTransport:
                                                      "or never existed; initialize a new one"))
             return
         hs.last_seen = time.monotonic()
-        parsed = parse(body, batches=self.app.core.accepts_batches(hs.session))
+        if parsed.batch and not self.app.core.accepts_batches(hs.session):
+            await _respond(send, 400, error_response(None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are "
+                                                     "not supported by this protocol version (only 2025-03-26)"))
+            return
         conn = RequestConn(hs.session, hs.pending)
         requests = [m for m in parsed.messages if m.kind == "request"]
         job = Job(conn, parsed.messages, parsed.errors, parsed.batch, time.time())
@@ -371,17 +373,16 @@ class HttpTransport:
             hs.active -= 1
             hs.last_seen = time.monotonic()
 
-    async def _initialize(self, receive: Receive, send: Send, body: bytes, wants_sse: bool) -> None:
+    async def _initialize(self, receive: Receive, send: Send, msg: Incoming, wants_sse: bool) -> None:
         if len(self.sessions) >= self.cfg.max_sessions:
             self.reap_idle()
         if len(self.sessions) >= self.cfg.max_sessions:
             await _respond(send, 503, error_response(None, INVALID_REQUEST, "Service Unavailable: too many sessions"))
             return
         hs = HttpSession(secrets.token_hex(16))
-        parsed = parse(body, batches=False)
         conn = RequestConn(hs.session, hs.pending)
-        reply = await self._exchange(receive, send, conn, Job(conn, parsed.messages, at=time.time()),
-                                     parsed.messages[0].id, wants_sse, rules.legacy_status,
+        reply = await self._exchange(receive, send, conn, Job(conn, [msg], at=time.time()),
+                                     msg.id, wants_sse, rules.legacy_status,
                                      [(b"mcp-session-id", hs.id.encode())], session=hs)
         if reply is not None and rules.error_code(reply) is None:
             log.info("session started", session=hs.id)
