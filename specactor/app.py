@@ -77,9 +77,12 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
 
 
 def notify_changes(app: App, nursery: trio.Nursery, connections: Callable[[], Iterable[Connection]]) -> None:
-    """Tell initialized legacy sessions when a list changes, or a resource they subscribed to."""
+    """Tell listen streams (2026-07-28) and initialized legacy sessions when a list changes, or
+    a resource they subscribed to."""
 
     def on_change(kind: str, uri: str | None) -> None:
+        for peer, method, params in app.core.deliveries(kind, uri):
+            nursery.start_soon(peer.notify, method, params)
         for conn in connections():
             session = conn.session
             if session.era != "legacy" or not session.initialized:

@@ -11,6 +11,7 @@ observed by the metrics actor and recorded by the session logger.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -24,7 +25,7 @@ from specactor.logsetup import get_logger
 from specactor.protocol.context import Runtime
 from specactor.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from specactor.protocol.frames import Incoming, error_response, parse
-from specactor.protocol.server import INLINE, ServerCore
+from specactor.protocol.server import INLINE, OPEN_ENDED, ServerCore
 from specactor.protocol.session import Session
 from specactor.wire.codec import any_decoder
 
@@ -206,7 +207,8 @@ class Dispatcher:
         assert msg.id is not None
         key = (conn.session.id, msg.id)
         # One scope carries both the client's cancel and the request timeout.
-        scope = trio.CancelScope(deadline=trio.current_time() + self.request_timeout)
+        deadline = math.inf if msg.method in OPEN_ENDED else trio.current_time() + self.request_timeout
+        scope = trio.CancelScope(deadline=deadline)
         self._inflight[key] = scope
         self._busy(+1)
         nursery.start_soon(self._run, conn, msg, scope, key, started)

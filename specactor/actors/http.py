@@ -168,6 +168,8 @@ class HttpTransport:
         self.app.dispatcher.cancel_all(StreamConn(hs))
 
     def _on_change(self, kind: str, uri: str | None) -> None:
+        for peer, method, params in self.app.core.deliveries(kind, uri):
+            self._deliver(peer, encode({"jsonrpc": "2.0", "method": method, "params": params}))
         for hs in self.sessions.values():
             if hs.stream is None or not hs.session.initialized:
                 continue
@@ -178,6 +180,17 @@ class HttpTransport:
                     self._push(hs, frame)
             else:
                 self._push(hs, encode({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}))
+
+    @staticmethod
+    def _deliver(peer: Any, frame: bytes) -> None:
+        """A listen stream's notification, queued on its POST's stream without waiting."""
+        link = getattr(peer, "_send", None)
+        conn = getattr(link, "__self__", None)
+        if isinstance(conn, RequestConn):
+            try:
+                conn._send.send_nowait(frame)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
 
     @staticmethod
     def _push(hs: HttpSession, frame: bytes) -> None:
@@ -299,6 +312,10 @@ class HttpTransport:
         if single is None or single.kind == "response":
             await _respond(send, 400, error_response(None, INVALID_REQUEST, "Invalid Request: a 2026-07-28 POST "
                                                      "carries exactly one request or notification"))
+            return
+        if single.kind == "request" and single.method == "subscriptions/listen" and not wants_sse:
+            await _respond(send, 406, error_response(single.id, INVALID_REQUEST,
+                                                     "Not Acceptable: a listen stream needs text/event-stream"))
             return
         if single.kind == "request" and (single.method not in KNOWN or single.method in LEGACY_ONLY):
             await _respond(send, 404, error_response(single.id, METHOD_NOT_FOUND, f"Method not found: {single.method}"))

@@ -21,5 +21,8 @@ class TrioRuntime:
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)
 
+    async def sleep_forever(self) -> None:
+        await trio.sleep_forever()
+
     async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)

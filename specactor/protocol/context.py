@@ -37,6 +37,8 @@ class Runtime(Protocol):
 
     async def run_sync(self, fn: Callable[..., T], *args: Any) -> T: ...
 
+    async def sleep_forever(self) -> None: ...
+
 
 _NONE: dict[str, Any] = {}  # shared, never mutated: most requests carry no capabilities or answers
 

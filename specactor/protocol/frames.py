@@ -41,7 +41,7 @@ class Parsed:
 
 def error_response(ident: int | str | None, code: int, message: str, data: Any = None) -> bytes:
     err = ErrorObject(code, message) if data is None else ErrorObject(code, message, data)
-    return encode(ErrorResponse(JSONRPC_VERSION, err, msgspec.UNSET if ident is None else ident))
+    return encode(ErrorResponse(jsonrpc=JSONRPC_VERSION, id=msgspec.UNSET if ident is None else ident, error=err))
 
 
 def result_response(ident: int | str, result: Any) -> bytes:

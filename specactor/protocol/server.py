@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -47,7 +48,9 @@ log = get_logger("specactor.protocol")
 
 LEGACY_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
                                 "resources/unsubscribe"})
-MODERN_ONLY: Final = frozenset({"server/discover"})
+MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
+# Long-lived by design: no request timeout applies.
+OPEN_ENDED: Final = frozenset({"subscriptions/listen"})
 SHARED: Final = frozenset({"tools/list", "tools/call", "resources/list", "resources/templates/list",
                            "resources/read", "prompts/list", "prompts/get", "completion/complete"})
 KNOWN: Final = LEGACY_ONLY | MODERN_ONLY | SHARED
@@ -71,6 +74,7 @@ PARAMS: Final[dict[str, type[w.Params]]] = {
     "prompts/list": w.PaginatedParams,
     "prompts/get": w.GetPromptParams,
     "completion/complete": w.CompleteParams,
+    "subscriptions/listen": w.ListenParams,
 }
 
 # Cache hints (2026-07-28): definitions change only when a toolset changes them, and then a
@@ -78,6 +82,15 @@ PARAMS: Final[dict[str, type[w.Params]]] = {
 LIST_TTL_MS: Final = 60_000
 READ_TTL_MS: Final = 0
 MAX_COMPLETIONS: Final = 100
+
+
+@dataclass
+class Listener:
+    """An open `subscriptions/listen` stream: its id, what it asked for, where it goes."""
+
+    request_id: int | str
+    filter: w.SubscriptionFilter
+    peer: Peer
 
 
 class ServerCore:
@@ -98,6 +111,7 @@ class ServerCore:
         self.instructions = instructions
         self.page_size = page_size
         self.signer = StateSigner()
+        self.listeners: dict[tuple[str, int | str], Listener] = {}
         self._tool_cache: dict[str, list[w.Tool]] = {}
         registry.on_change(lambda _kind, _uri: self._tool_cache.clear())
 
@@ -256,6 +270,8 @@ class ServerCore:
                 return await self.get_prompt(p, ctx)
             case "completion/complete":
                 return await self.complete(p, ctx)
+            case "subscriptions/listen":
+                return await self.listen(msg, p, session, ctx)
             case "resources/list":
                 return await self.list_resources(p, ctx)
             case "tools/list":
@@ -291,15 +307,45 @@ class ServerCore:
         raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {msg.method}")  # pragma: no cover
 
     def capabilities(self, session: Session) -> dict[str, Any]:
-        modern = session.era == "modern"
-        caps: dict[str, Any] = {
-            "tools": {} if modern else {"listChanged": True},
-            "resources": {} if modern else {"subscribe": True, "listChanged": True},
-            "prompts": {} if modern else {"listChanged": True},
+        # Legacy: delivered on stdio or the session's GET stream; 2026-07-28: on listen streams.
+        return {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
             "completions": {},
             "logging": {},
         }
-        return caps
+
+    async def listen(self, msg: Incoming, p: w.ListenParams, session: Session, ctx: RequestContext) -> w.Result:
+        """`subscriptions/listen`: acknowledge, then deliver matching notifications until cancelled."""
+        assert msg.id is not None
+        key = (session.id, msg.id)
+        self.listeners[key] = Listener(msg.id, p.notifications, ctx.peer)
+        try:
+            await ctx.peer.notify("notifications/subscriptions/acknowledged", {
+                "notifications": p.notifications, "_meta": {v.META_SUBSCRIPTION_ID: msg.id}})
+            await ctx.runtime.sleep_forever()
+        finally:
+            self.listeners.pop(key, None)
+        return w.EmptyResult()  # pragma: no cover - sleep_forever only ends by cancellation
+
+    def deliveries(self, kind: str, uri: str | None) -> list[tuple[Peer, str, dict[str, Any]]]:
+        """The notifications a change means for the open listen streams: (peer, method, params)."""
+        out: list[tuple[Peer, str, dict[str, Any]]] = []
+        for listener in self.listeners.values():
+            wanted = listener.filter
+            if kind == "resource":
+                subs = wanted.resourceSubscriptions
+                if isinstance(subs, list) and uri in subs:
+                    out.append((listener.peer, "notifications/resources/updated",
+                                {"uri": uri, "_meta": {v.META_SUBSCRIPTION_ID: listener.request_id}}))
+                continue
+            flag = {"tools": wanted.toolsListChanged, "prompts": wanted.promptsListChanged,
+                    "resources": wanted.resourcesListChanged}.get(kind)
+            if flag is True:
+                out.append((listener.peer, f"notifications/{kind}/list_changed",
+                            {"_meta": {v.META_SUBSCRIPTION_ID: listener.request_id}}))
+        return out
 
     # ------------------------------------------------------------------ methods
 

@@ -46,13 +46,14 @@ class ResultResponse(msgspec.Struct):
     result: Any
 
 
-class ErrorResponse(msgspec.Struct, omit_defaults=True):
+class ErrorResponse(msgspec.Struct, omit_defaults=True, kw_only=True):
     """An error reply. `id` is left out when the request's id could not be read: the MCP
-    schemas (2025-11-25 on) make it optional and do not allow JSON-RPC's `null`."""
+    schemas (2025-11-25 on) make it optional and do not allow JSON-RPC's `null`. Members keep
+    the order `jsonrpc, id, error`, which transports rely on to spot a reply by its prefix."""
 
     jsonrpc: str
-    error: ErrorObject
     id: int | str | UnsetType = UNSET
+    error: ErrorObject
 
 
 class Notification(msgspec.Struct, omit_defaults=True):

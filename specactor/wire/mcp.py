@@ -90,6 +90,17 @@ class CancelledParams(Params, kw_only=True):
     reason: str | None = None
 
 
+class SubscriptionFilter(msgspec.Struct, omit_defaults=True):
+    toolsListChanged: bool | UnsetType = UNSET
+    promptsListChanged: bool | UnsetType = UNSET
+    resourcesListChanged: bool | UnsetType = UNSET
+    resourceSubscriptions: list[str] | UnsetType = UNSET
+
+
+class ListenParams(Params, kw_only=True):
+    notifications: SubscriptionFilter
+
+
 class ProgressParams(Params, kw_only=True):
     progressToken: int | str
     progress: float
