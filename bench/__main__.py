@@ -1,6 +1,7 @@
 """`python -m bench` (`just bench`): specactor, the SDK peer and the floor, side by side.
 
-    python -m bench                     # the full run, gates enforced (~35 s on 2 cores)
+    python -m bench                     # stdio then Streamable HTTP, gates enforced (under 2 min on 2 cores)
+    python -m bench --transport http    # only Streamable HTTP (~55 s)
     python -m bench --quick --no-gates  # the CI smoke test: small samples, always exit 0
 
 Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on stderr);
@@ -10,17 +11,23 @@ Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on std
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 
-from bench.harness import Config, measure
+from bench.harness import Config, ServerRun, measure
+from bench.http_harness import HttpConfig, HttpRun, measure_http
 from bench.report import build, utc_now, write
 from bench.servers import ORDER, server_specs
 from bench.transport import TRANSPORTS, HarnessError
 
 QUICK = Config(samples=200, rounds=5, spawns=2, warmup=50, idle=0.3)
 FULL = Config()
+HTTP_QUICK = HttpConfig(rounds=1, slice_s=0.25, warmup_s=0.1, idle=0.3)
+HTTP_FULL = HttpConfig()
+CHOICES = (*sorted(TRANSPORTS), "http", "all")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -31,7 +38,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, help=f"sequential calls per server (default {FULL.samples})")
     parser.add_argument("--rounds", type=int, help=f"burst rounds per server (default {FULL.rounds})")
     parser.add_argument("--spawns", type=int, help=f"fresh processes for first reply (default {FULL.spawns})")
-    parser.add_argument("--transport", choices=sorted(TRANSPORTS), default="stdio")
+    parser.add_argument("--transport", choices=CHOICES, default="all",
+                        help="stdio, http (Streamable HTTP) or all (both, one after the other; default)")
+    parser.add_argument("--http-rounds", type=int,
+                        help=f"HTTP rounds per target and concurrency (default {HTTP_FULL.rounds})")
+    parser.add_argument("--http-slice", type=float,
+                        help=f"seconds of one HTTP closed loop (default {HTTP_FULL.slice_s:g})")
+    parser.add_argument("--levels", help="HTTP concurrencies, comma-separated (default "
+                        + ",".join(map(str, HTTP_FULL.levels)) + ")")
     parser.add_argument("--servers", default=",".join(ORDER),
                         help=f"comma-separated subset of {','.join(ORDER)}")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
@@ -42,10 +56,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if unknown or not keys:
         parser.error(f"--servers: unknown {unknown}; choose from {','.join(ORDER)}")
     args.servers = [k for k in ORDER if k in keys]
-    for name in ("samples", "rounds", "spawns"):
+    for name in ("samples", "rounds", "spawns", "http_rounds"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            parser.error(f"--{name} must be at least 1")
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.http_slice is not None and args.http_slice <= 0:
+        parser.error("--http-slice must be positive")
+    try:
+        args.levels = tuple(int(c) for c in args.levels.split(",")) if args.levels else None
+    except ValueError:
+        parser.error("--levels: comma-separated integers, e.g. 1,10,100")
+    if args.levels is not None and (not args.levels or min(args.levels) < 1):
+        parser.error("--levels: every concurrency must be at least 1")
     return args
 
 
@@ -57,6 +79,12 @@ def config(args: argparse.Namespace) -> Config:
     })
 
 
+def http_config(args: argparse.Namespace) -> HttpConfig:
+    base = HTTP_QUICK if args.quick else HTTP_FULL
+    given = {"rounds": args.http_rounds, "slice_s": args.http_slice, "levels": args.levels}
+    return HttpConfig(**{**base.__dict__, **{k: v for k, v in given.items() if v is not None}})
+
+
 def progress(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
@@ -65,18 +93,28 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     cfg = config(args)
+    hcfg = http_config(args)
     specs = [server_specs()[k] for k in args.servers]
-    transport = TRANSPORTS[args.transport]()
+    loadavg_start = list(os.getloadavg())
     started = utc_now()
     t0 = time.monotonic()
-    progress(f"{', '.join(s.label for s in specs)} over {transport.name}")
+    runs: dict[str, ServerRun] = {}
+    http_runs: dict[str, HttpRun] | None = None
     try:
-        runs = measure(transport, specs, cfg, progress)
+        if args.transport in ("stdio", "all"):
+            transport = TRANSPORTS["stdio"]()
+            progress(f"{', '.join(s.label for s in specs)} over {transport.name}")
+            runs = measure(transport, specs, cfg, progress)
+        if args.transport in ("http", "all"):
+            progress(f"{', '.join(s.label for s in specs)} over Streamable HTTP")
+            http_runs = measure_http(specs, hcfg, progress)
     except HarnessError as err:
         print(f"bench: HARNESS ERROR: {err}", file=sys.stderr)
         return 2
-    doc = build(runs, cfg, transport=transport.name, started=started, duration_s=time.monotonic() - t0,
-                gates_enforced=not args.no_gates, argv=argv)
+    name = {"all": "stdio + Streamable HTTP", "http": "Streamable HTTP"}.get(args.transport, args.transport)
+    doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
+                gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
+                loadavg_start=loadavg_start)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot
@@ -88,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         bad = [c for c in server["exit_codes"] if c != 0]
         if bad:
             progress(f"warning: {server['label']} exited with {bad} on EOF")
+    for target in (doc["http"] or {}).get("targets", {}).values():
+        if target["exit_code"] not in (0, -signal.SIGTERM):  # uvicorn re-raises the SIGTERM it handled
+            progress(f"warning: {target['label']} (HTTP) exited with {target['exit_code']} on SIGTERM")
 
     print((args.out / "latest.md").read_text())
     print(f"results: {stamped}  ({args.out / 'latest.md'}, latest.png)")

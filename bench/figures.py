@@ -1,15 +1,19 @@
 """From raw samples to the figures the table, the gates and the JSON report use.
 
-`MEASURES` is the one list of reported measures (key, label, unit, which way is better);
-`server_figures` computes them for one server, plus the full latency summaries.
+`MEASURES` is the one list of reported stdio measures (key, label, unit, which way is
+better); `server_figures` computes them for one server, plus the full latency summaries.
+`http_measures(levels)` and `http_figures` do the same for one Streamable HTTP target: a few
+per-server rows, then throughput, latency percentiles and CPU per call at each concurrency.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bench.harness import ServerRun
+from bench.http_harness import HttpRun
 from bench.stats import median, summarize
 
 
@@ -65,4 +69,56 @@ def server_figures(run: ServerRun) -> tuple[dict[str, float | None], dict[str, A
         "burst_cpu_s_per_1k": _per_1k(run.burst_cpu_s, len(run.burst_ms)),
     }
     summaries = {"first_reply_ms": first, "single_ms": single, "burst_ms": burst, "burst_calls_per_s": tput}
+    return flat, summaries
+
+
+# ---------------------------------------------------------------- Streamable HTTP
+
+HTTP_STATIC = (
+    Measure("startup_ms", "startup (spawn → first initialize reply)", "ms"),
+    Measure("idle_rss_mb", "idle RSS (after one session + idle)", "MB"),
+    Measure("peak_rss_mb", "peak RSS (VmHWM, end of run)", "MB"),
+)
+HTTP_PER_LEVEL = (
+    Measure("calls_per_s", "throughput", "calls/s", higher_is_better=True),
+    Measure("p50_ms", "latency p50", "ms"),
+    Measure("p95_ms", "latency p95", "ms"),
+    Measure("p99_ms", "latency p99", "ms"),
+    Measure("server_cpu_ms", "server CPU per call", "ms"),
+    Measure("client_cpu_ms", "client CPU per call", "ms"),
+)
+
+
+def http_key(level: int, key: str) -> str:
+    """The flat figure key of a per-level HTTP measure, e.g. `http_c10_calls_per_s`."""
+    return f"http_c{level}_{key}"
+
+
+def http_measures(levels: Sequence[int]) -> list[tuple[int | None, Measure]]:
+    """(level or None, measure) for every HTTP row, in table order; keys already flat."""
+    rows: list[tuple[int | None, Measure]] = [(None, Measure("http_" + m.key, m.label, m.unit, m.higher_is_better))
+                                              for m in HTTP_STATIC]
+    for c in levels:
+        rows += [(c, Measure(http_key(c, m.key), m.label, m.unit, m.higher_is_better)) for m in HTTP_PER_LEVEL]
+    return rows
+
+
+def http_figures(run: HttpRun) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """(flat figures keyed like `http_measures`, latency summaries per level) for one target."""
+    flat: dict[str, float | None] = {
+        "http_startup_ms": run.startup_ms, "http_idle_rss_mb": run.idle_rss_mb, "http_peak_rss_mb": run.peak_rss_mb,
+    }
+    summaries: dict[str, Any] = {}
+    for c, lv in run.levels.items():
+        n = len(lv.latencies_ms)
+        s = summarize(lv.latencies_ms)
+        summaries[f"c{c}"] = {**s, "wall_s": lv.wall_s, "slice_calls_per_s": summarize(lv.slice_calls_per_s)}
+        flat.update({
+            http_key(c, "calls_per_s"): n / lv.wall_s if lv.wall_s else None,
+            http_key(c, "p50_ms"): s.get("median"),
+            http_key(c, "p95_ms"): s.get("p95"),
+            http_key(c, "p99_ms"): s.get("p99"),
+            http_key(c, "server_cpu_ms"): lv.server_cpu_s / n * 1000 if n else None,
+            http_key(c, "client_cpu_ms"): lv.client_cpu_s / n * 1000 if n else None,
+        })
     return flat, summaries

@@ -1,5 +1,8 @@
 """The performance gates: fixed targets for specactor, most of them relative to the peers.
 
+`evaluate` judges the stdio figures (server key -> measure key -> value) and, when given, the
+Streamable HTTP figures (target key -> flat key, as `figures.http_measures` names them).
+
 A gate whose inputs are missing (a server left out with `--servers`) is skipped, neither
 passed nor failed. Targets are part of the project's contract; change them here, in one place,
 and in bench/README.md, deliberately.
@@ -19,6 +22,9 @@ BURST_FACTOR = 5.0  # specactor burst throughput >= 5 x SDK
 FIRST_REPLY_MS = 150.0
 IDLE_RSS_MB = 60.0
 P95_MS = 200.0
+HTTP_TPUT_LEVEL, HTTP_TPUT_FACTOR = 10, 4.0  # Streamable HTTP, c=10: specactor >= 4 x SDK calls/s
+HTTP_P95_LEVEL, HTTP_P95_MS = 100, 200.0  # Streamable HTTP, c=100: every specactor p95 < 200 ms
+HTTP_SPECACTOR = ("specactor", "specactor-2026")  # the specactor HTTP targets (both eras)
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,31 @@ def _gate(name: str, target: str, measures: tuple[str, ...], ok: bool | None, de
     return GateResult(name, target, verdict, detail if ok is not None else "not measured", measures)
 
 
-def evaluate(figs: Figures) -> list[GateResult]:
+def evaluate(figs: Figures, http: Figures | None = None) -> list[GateResult]:
+    gates = _stdio(figs) if figs else []
+    if http is not None:
+        gates += _http(http)
+    return gates
+
+
+def _http(figs: Figures) -> list[GateResult]:
+    tput_key = f"http_c{HTTP_TPUT_LEVEL}_calls_per_s"
+    p95_key = f"http_c{HTTP_P95_LEVEL}_p95_ms"
+    sa, sdk = _get(figs, "specactor", tput_key), _get(figs, "sdk", tput_key)
+    ok, detail = None, ""
+    if sa is not None and sdk:
+        ok, detail = sa >= HTTP_TPUT_FACTOR * sdk, f"specactor {sa:.0f}/s = {sa / sdk:.2f} x SDK {sdk:.0f}/s"
+    gates = [_gate(f"HTTP c={HTTP_TPUT_LEVEL} throughput", f"specactor ≥ {HTTP_TPUT_FACTOR:g} x SDK (2025-11-25)",
+                   (tput_key,), ok, detail)]
+    known = {k: v for k in HTTP_SPECACTOR if (v := _get(figs, k, p95_key)) is not None}
+    ok = None if not known else all(v < HTTP_P95_MS for v in known.values())
+    gates.append(_gate(
+        f"HTTP P95 at c={HTTP_P95_LEVEL}", f"every specactor p95 < {HTTP_P95_MS:g} ms", (p95_key,), ok,
+        ", ".join(f"{k} p95 {v:.1f} ms" for k, v in known.items())))
+    return gates
+
+
+def _stdio(figs: Figures) -> list[GateResult]:
     sa_med = _get(figs, "specactor", "single_median_ms")
     floor_med = _get(figs, "floor", "single_median_ms")
     sdk_med = _get(figs, "sdk", "single_median_ms")

@@ -1,7 +1,11 @@
-"""The picture: latency CDF of single calls (log x) and the spread of burst-100 latencies.
+"""The picture: one row of panels per transport measured, from the results document.
+
+- stdio: latency CDF of single calls (log x) and the spread of burst-100 latencies;
+- Streamable HTTP: p95 latency against concurrency (every target's line side by side),
+  throughput against concurrency, and the latency CDF at the lowest and highest concurrency.
 
 Rendered with matplotlib's Agg backend (no display needed) to `<out>/latest.png`, from the
-raw samples in the results document, so any stored JSON can be re-plotted.
+samples stored in the results document, so any stored JSON can be re-plotted.
 """
 
 from __future__ import annotations
@@ -9,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COLORS = {"specactor": "#1f77b4", "sdk": "#d62728", "floor": "#7f7f7f"}
+COLORS = {"specactor": "#1f77b4", "sdk": "#d62728", "floor": "#7f7f7f",
+          "specactor-2026": "#17becf", "sdk-2026": "#ff7f0e"}
 
 
 def plot(doc: dict[str, Any], path: Path) -> None:
@@ -17,16 +22,37 @@ def plot(doc: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    rows = [r for r, present in (("stdio", bool(doc["servers"])), ("http", bool(doc.get("http")))) if present]
+    if not rows:
+        return
+    fig = plt.figure(figsize=(15, 5.2 * len(rows)), layout="constrained")
+    subfigs = fig.subfigures(len(rows), 1, squeeze=False)[:, 0]
+    for sub, row in zip(subfigs, rows, strict=True):
+        if row == "stdio":
+            _stdio(sub, doc)
+        else:
+            _http(sub, doc)
+    fig.suptitle(f"specactor bench {doc['timestamp']} — {doc['verdict']} — load average "
+                 + " / ".join(f"{v:.2f}" for v in doc["machine"]["loadavg"]), fontsize=10)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _formatters() -> tuple[Any, Any]:
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda value, _pos: f"{value:g}")
     # minor ticks: label only the 2s and 5s of each decade, so labels never collide
     sparse = FuncFormatter(lambda value, _pos: f"{value:g}" if f"{value:e}"[0] in "25" else "")
+    return plain, sparse
 
+
+def _stdio(sub: Any, doc: dict[str, Any]) -> None:
+    plain, sparse = _formatters()
     servers = doc["servers"]
     keys = [k for k in ("specactor", "sdk", "floor") if k in servers]
-    fig, (cdf, box) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [3, 2]})
-
+    cdf, box = sub.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
     for key in keys:
         values = sorted(servers[key]["samples"]["single_ms"])
         if not values:
@@ -38,7 +64,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     cdf.xaxis.set_major_formatter(plain)
     cdf.set_xlabel("latency (ms, log)")
     cdf.set_ylabel("fraction of calls ≤ x")
-    cdf.set_title(f"single tools/call echo over {doc['transport']}: CDF")
+    cdf.set_title("stdio: single tools/call echo, CDF")
     cdf.grid(True, which="both", alpha=0.3)
     cdf.legend(loc="lower right", fontsize=8)
 
@@ -56,10 +82,49 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     box.yaxis.set_major_formatter(plain)
     box.yaxis.set_minor_formatter(sparse)
     box.set_ylabel("per-request latency (ms, log)")
-    box.set_title(f"burst of {doc['config']['burst']} pipelined calls\n(box p25-p75, whiskers p1-p99)")
+    box.set_title(f"stdio: burst of {doc['config']['burst']} pipelined calls\n(box p25-p75, whiskers p1-p99)")
     box.grid(True, axis="y", which="both", alpha=0.3)
 
-    fig.suptitle(f"specactor bench {doc['timestamp']} — {doc['verdict']}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+
+def _http(sub: Any, doc: dict[str, Any]) -> None:
+    plain, _ = _formatters()
+    http = doc["http"]
+    levels = http["levels"]
+    targets = http["targets"]
+    p95, tput, cdf = sub.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1.4]})
+    for key, t in targets.items():
+        style = {"color": COLORS.get(key), "marker": "o", "linestyle": "--" if key.endswith("-2026") else "-"}
+        p95.plot(levels, [t["figures"].get(f"http_c{c}_p95_ms") for c in levels], label=t["label"], **style)
+        tput.plot(levels, [t["figures"].get(f"http_c{c}_calls_per_s") for c in levels], label=t["label"], **style)
+    for ax, title, ylabel in ((p95, "HTTP: p95 latency vs concurrency", "p95 latency (ms, log)"),
+                              (tput, "HTTP: throughput vs concurrency", "calls/s")):
+        ax.set_xscale("log")
+        ax.set_xticks(levels, [str(c) for c in levels])
+        ax.set_xlabel("concurrent connections (closed loop)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+    p95.set_yscale("log")
+    p95.yaxis.set_major_formatter(plain)
+    p95.axhline(200, color="black", linewidth=0.8, linestyle=":", label="gate: 200 ms at c=100")
+    p95.legend(fontsize=7)
+    tput.set_ylim(bottom=0)
+
+    shown = sorted({levels[0], levels[-1]})
+    for key, t in targets.items():
+        for c, dash in zip(shown, ("-", "--"), strict=False):
+            values = t["samples"].get(f"c{c}", {}).get("cdf_ms") or []
+            if not values:
+                continue
+            n = len(values)
+            label = f"{t['label']}, c={c}" if len(shown) > 1 else t["label"]
+            cdf.step(values, [(i + 1) / n for i in range(n)], where="post", color=COLORS.get(key),
+                     linestyle=dash, label=label)
+    cdf.set_xscale("log")
+    cdf.xaxis.set_major_formatter(plain)
+    cdf.set_xlabel("latency (ms, log)")
+    cdf.set_ylabel("fraction of calls ≤ x")
+    cdf.set_title("HTTP: latency CDF, c=" + " (solid) and c=".join(map(str, shown)) + (" (dashed)" if len(shown) > 1
+                                                                                       else ""))
+    cdf.grid(True, which="both", alpha=0.3)
+    cdf.legend(loc="lower right", fontsize=6, ncol=2)

@@ -1,9 +1,11 @@
 """The results document (JSON) and its human-readable table (markdown).
 
-`build` gathers every figure, the raw samples, the machine, the exact command line and the
-gate verdicts into one JSON-able dict; `write` stores it as `<out>/<UTC stamp>.json` and
-`<out>/latest.json`, and renders `<out>/latest.md`: one row per measure, one column per
-server, the two ratios (specactor÷floor, SDK÷specactor), the target and the verdict.
+`build` gathers every figure, the raw samples, the machine (load average at start and end
+included), the exact command line and the gate verdicts into one JSON-able dict: the stdio
+results at the top level (`servers`, `ratios`, `config`; empty when stdio was not run), the
+Streamable HTTP results under `http` (`bench.http_report`; null when not run). `write` stores
+it as `<out>/<UTC stamp>.json` and `<out>/latest.json`, and renders `<out>/latest.md`: per
+transport one row per measure, one column per server, the ratios, the target and the verdict.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 from bench.figures import MEASURES, server_figures
 from bench.gates import GateResult, evaluate, overall
 from bench.harness import Config, ServerRun
+from bench.http_harness import HttpConfig, HttpRun
+from bench.http_report import section, table
 from bench.stats import ratio
 
 _NUMBER_LIST = re.compile(r"\[\s*([-0-9.eE+,\s]+?)\s*\]")  # raw samples: one line each, not one per number
@@ -57,7 +61,9 @@ def _round(values: list[float], digits: int = 3) -> list[float]:
 
 
 def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: datetime,
-          duration_s: float, gates_enforced: bool, argv: list[str]) -> dict[str, Any]:
+          duration_s: float, gates_enforced: bool, argv: list[str],
+          http_runs: dict[str, HttpRun] | None = None, http_cfg: HttpConfig | None = None,
+          loadavg_start: list[float] | None = None) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     figs: dict[str, dict[str, float | None]] = {}
     for key, run in runs.items():
@@ -85,19 +91,21 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
         }
         for m in MEASURES
     }
-    gates = evaluate(figs)
+    http = section(http_runs, http_cfg or HttpConfig()) if http_runs is not None else None
+    gates = evaluate(figs, http["figures"] if http is not None else None)
     return {
-        "schema": 1,
+        "schema": 2,
         "timestamp": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "duration_s": round(duration_s, 1),
         "command": shlex.join([sys.executable, "-m", "bench", *argv]),
         "cwd": os.getcwd(),
-        "machine": machine(),
+        "machine": {**machine(), "loadavg_start": loadavg_start},
         "transport": transport,
         "config": asdict(cfg),
         "units": {m.key: m.unit for m in MEASURES},
         "servers": servers,
         "ratios": ratios,
+        "http": http,
         "gates": [g.as_dict() for g in gates],
         "gates_enforced": gates_enforced,
         "verdict": overall(gates),
@@ -122,15 +130,33 @@ def _ratio(value: float | None) -> str:
 
 def markdown(doc: dict[str, Any]) -> str:
     gates = [GateResult(**{**g, "measures": tuple(g["measures"])}) for g in doc["gates"]]
+    mach = doc["machine"]
+    load = " / ".join(f"{v:.2f}" for v in mach["loadavg"])
+    start = mach.get("loadavg_start")
+    lines = [
+        f"# specactor bench — {doc['timestamp']} — **{doc['verdict']}**",
+        "",
+        f"`{doc['command']}` · transport {doc['transport']} · {mach['nproc']} CPUs ({mach['cpu']}) · "
+        f"Python {mach['python']} · {doc['duration_s']} s · load average (1/5/15 min) "
+        + (f"at start {' / '.join(f'{v:.2f}' for v in start)}, " if start else "") + f"at end {load}",
+    ]
+    if doc["servers"]:
+        lines += ["", "## stdio", "", *_stdio_table(doc, gates)]
+    if doc.get("http"):
+        lines += ["", *table(doc["http"], gates, _num, _ratio)]
+    lines += ["", "## Gates", ""]
+    for g in gates:
+        lines.append(f"- **{g.verdict.upper()}** {g.name} — target {g.target}; {g.detail}")
+    if not doc["gates_enforced"]:
+        lines += ["", "_Gates reported but not enforced (`--no-gates`)._"]
+    return "\n".join(lines) + "\n"
+
+
+def _stdio_table(doc: dict[str, Any], gates: list[GateResult]) -> list[str]:
     servers = doc["servers"]
     keys = [k for k in ("specactor", "sdk", "floor") if k in servers]
     head = ["measure", *(LABELS[k] for k in keys), "specactor÷floor", "SDK÷specactor", "target", "verdict"]
     lines = [
-        f"# specactor bench — {doc['timestamp']} — **{doc['verdict']}**",
-        "",
-        f"`{doc['command']}` · transport {doc['transport']} · {doc['machine']['nproc']} CPUs "
-        f"({doc['machine']['cpu']}) · Python {doc['machine']['python']} · {doc['duration_s']} s",
-        "",
         "| " + " | ".join(head) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(head) - 3) + ["---", "---"]) + "|",
     ]
@@ -144,11 +170,6 @@ def markdown(doc: dict[str, Any]) -> str:
         row.append("; ".join(f"**{g.verdict.upper()}**" if g.verdict == "fail" else g.verdict.upper()
                              for g in judged))
         lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "## Gates", ""]
-    for g in gates:
-        lines.append(f"- **{g.verdict.upper()}** {g.name} — target {g.target}; {g.detail}")
-    if not doc["gates_enforced"]:
-        lines += ["", "_Gates reported but not enforced (`--no-gates`)._"]
     cfg = doc["config"]
     lines += [
         "",
@@ -158,7 +179,7 @@ def markdown(doc: dict[str, Any]) -> str:
         "Ratios > 1 in the SDK÷specactor column mean specactor is smaller/faster, except for the "
         "calls/s rows, where < 1 does. See bench/README.md.",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write(doc: dict[str, Any], out: Path, started: datetime) -> Path:

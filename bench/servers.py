@@ -2,7 +2,11 @@
 
 - `specactor`: the conformance fixture server (`echo` and `add` typed tools), no session log;
 - `sdk`: the official MCP Python SDK serving the same tools (`bench/peers/sdk_server.py`);
-- `floor`: the minimal trio + msgspec loop (`bench/peers/floor.py`).
+- `floor`: the minimal trio + msgspec loop (`bench/peers/floor.py`); over HTTP, the same
+  handler in a bare ASGI app on hypercorn's trio worker (`bench/peers/floor_http.py`).
+
+Over HTTP every server binds 127.0.0.1 port 0 and announces its URL on stderr (a JSON line
+with `"urls"`), as specactor does.
 
 All run with this interpreter (`sys.executable`), with the repository root put first on
 PYTHONPATH so the in-tree `specactor` and `bench` packages are found even from the
@@ -31,7 +35,11 @@ def server_specs() -> dict[str, ServerSpec]:
     return {
         "specactor": ServerSpec(
             "specactor", "specactor",
-            (py, "-m", "specactor.testing.everything", "--no-session-log", "--root", "{root}"), _env()),
-        "sdk": ServerSpec("sdk", "SDK peer", (py, "-m", "bench.peers.sdk_server"), _env()),
-        "floor": ServerSpec("floor", "floor", (py, "-m", "bench.peers.floor"), _env()),
+            (py, "-m", "specactor.testing.everything", "--no-session-log", "--root", "{root}"), _env(),
+            (py, "-m", "specactor.testing.everything", "--http", "--port", "0", "--no-session-log",
+             "--root", "{root}")),
+        "sdk": ServerSpec("sdk", "SDK peer", (py, "-m", "bench.peers.sdk_server"), _env(),
+                          (py, "-m", "bench.peers.sdk_server", "--http", "--port", "0")),
+        "floor": ServerSpec("floor", "floor", (py, "-m", "bench.peers.floor"), _env(),
+                            (py, "-m", "bench.peers.floor_http", "--port", "0")),
     }

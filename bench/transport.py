@@ -6,9 +6,10 @@ process), send a batch of requests at once and collect every reply with its arri
 (`Connection.request_many`), send a notification, and close. The process id is exposed so
 that `procstat` can read memory and CPU from /proc whatever the transport.
 
-`stdio` (`stdio_driver.StdioTransport`) exists today; an HTTP transport would implement the
-same two protocols (spawn with `--http --port`, wait for the port, POST each message) and be
-added to `TRANSPORTS` below.
+`stdio` (`stdio_driver.StdioTransport`) is the only `Transport`. Streamable HTTP is measured
+differently (closed loops of many keep-alive connections at several concurrencies, not one
+pipe), so it has its own client and sequence: `http_driver` and `http_harness`; a
+`ServerSpec` says how to start a server for it (`http_argv`, empty when it cannot).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ class ServerSpec:
     label: str
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
+    http_argv: tuple[str, ...] = ()  # serves Streamable HTTP on a free port, announced on stderr
 
-    def command(self, root: Path) -> list[str]:
-        return [arg.replace("{root}", str(root)) for arg in self.argv]
+    def command(self, root: Path, *, http: bool = False) -> list[str]:
+        return [arg.replace("{root}", str(root)) for arg in (self.http_argv if http else self.argv)]
 
 
 @dataclass(frozen=True)

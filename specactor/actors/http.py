@@ -130,6 +130,7 @@ class HttpTransport:
         self.stopping = trio.Event()
         self.binds: list[str] = []
         self.allowed_hosts = [h.lower() for h in self.cfg.allowed_hosts] + [self.cfg.host.lower()]
+        self.access_log = app.config.log_level == "debug"  # one line per request, only when debugging
         app.registry.on_change(self._on_change)
 
     # ------------------------------------------------------------------ the actor
@@ -141,6 +142,7 @@ class HttpTransport:
         config.graceful_timeout = self.app.config.grace_period
         config.accesslog = None
         config.errorlog = None
+        config.keep_alive_max_requests = 1_000_000  # hypercorn's default (1,000) recycles busy clients' connections
         async with trio.open_nursery() as nursery:
             app: Any = self.asgi
             self.binds = await nursery.start(lambda task_status: serve(
@@ -213,11 +215,10 @@ class HttpTransport:
                     return
         if scope["type"] != "http":
             return
-        log.debug("http request", method=scope["method"], path=scope["path"],
-                  session=_headers(scope).get("mcp-session-id"))
         try:
             await self._http(scope, receive, send)
-            log.debug("http request done", method=scope["method"], path=scope["path"])
+            if self.access_log:
+                log.debug("http request", method=scope["method"], path=scope["path"])
         except _Disconnected:
             pass
         except Exception:
