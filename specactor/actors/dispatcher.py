@@ -25,6 +25,7 @@ from specactor.logsetup import get_logger
 from specactor.protocol.context import Runtime
 from specactor.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from specactor.protocol.frames import Incoming, error_response, parse
+from specactor.protocol.http_rules import ERROR_HEAD
 from specactor.protocol.server import INLINE, OPEN_ENDED, ServerCore
 from specactor.protocol.session import Session
 from specactor.wire.codec import any_decoder
@@ -54,11 +55,9 @@ def _error_code(reply: bytes) -> str | None:
     """The error code a reply carries: a JSON-RPC code, or a tool envelope's code."""
     if b'"error"' not in reply:
         return None
-    if reply.startswith(b'{"jsonrpc":"2.0","id":') and b'"result":' not in reply[:64]:
-        try:
-            return str(any_decoder.decode(reply)["error"]["code"])
-        except (KeyError, TypeError, ValueError):
-            return "unknown"
+    head = ERROR_HEAD.match(reply)
+    if head is not None:
+        return head.group(1).decode()
     if b'"isError":true' in reply:
         try:
             return str(any_decoder.decode(reply)["result"]["structuredContent"]["error"]["code"])
@@ -236,6 +235,9 @@ class Dispatcher:
             if key in self._client_cancelled:
                 self._client_cancelled.discard(key)
                 self._observe(msg, started, "cancelled")
+                abandon = getattr(conn, "abandon", None)
+                if abandon is not None:  # a transport waiting for this reply learns none will come
+                    abandon(msg.id)
                 return
             if reply is None:  # the deadline passed
                 reply = error_response(msg.id, INTERNAL_ERROR,

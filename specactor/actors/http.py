@@ -77,6 +77,10 @@ class RequestConn:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client left; its request is being cancelled
 
+    def abandon(self, ident: int | str | None) -> None:
+        """The request was cancelled: no reply will come, so end the stream waiting for one."""
+        self._send.close()
+
 
 class StreamConn:
     """A session-wide sender for notifications that belong to no request (GET stream)."""
@@ -127,6 +131,7 @@ class HttpTransport:
         self.app = app
         self.cfg = app.config.http
         self.sessions: dict[str, HttpSession] = {}
+        self._starting = 0  # initializes in flight
         self.stopping = trio.Event()
         self.binds: list[str] = []
         self.allowed_hosts = [h.lower() for h in self.cfg.allowed_hosts] + [self.cfg.host.lower()]
@@ -158,7 +163,8 @@ class HttpTransport:
 
     def reap_idle(self) -> None:
         deadline = time.monotonic() - self.cfg.session_idle_timeout
-        for hs in [s for s in self.sessions.values() if s.active == 0 and s.last_seen < deadline]:
+        idle = [s for s in self.sessions.values() if s.active == 0 and s.stream is None and s.last_seen < deadline]
+        for hs in idle:
             log.info("session idle; ended", session=hs.id)
             self._end(hs)
 
@@ -374,6 +380,9 @@ class HttpTransport:
                                                      "not supported by this protocol version (only 2025-03-26)"))
             return
         conn = RequestConn(hs.session, hs.pending)
+        for m in parsed.messages:
+            if m.method == "notifications/cancelled":
+                self.app.dispatcher.cancel(conn, self.app.core.notification(m, conn.session))
         requests = [m for m in parsed.messages if m.kind == "request"]
         job = Job(conn, parsed.messages, parsed.errors, parsed.batch, time.time())
         if not requests and not parsed.errors:
@@ -392,16 +401,20 @@ class HttpTransport:
             hs.last_seen = time.monotonic()
 
     async def _initialize(self, receive: Receive, send: Send, msg: Incoming, wants_sse: bool) -> None:
-        if len(self.sessions) >= self.cfg.max_sessions:
+        if len(self.sessions) + self._starting >= self.cfg.max_sessions:
             self.reap_idle()
-        if len(self.sessions) >= self.cfg.max_sessions:
+        if len(self.sessions) + self._starting >= self.cfg.max_sessions:
             await _respond(send, 503, error_response(None, INVALID_REQUEST, "Service Unavailable: too many sessions"))
             return
         hs = HttpSession(secrets.token_hex(16))
         conn = RequestConn(hs.session, hs.pending)
-        reply = await self._exchange(receive, send, conn, Job(conn, [msg], at=time.time()),
-                                     msg.id, wants_sse, rules.legacy_status,
-                                     [(b"mcp-session-id", hs.id.encode())], session=hs)
+        self._starting += 1  # counted before the reply, so simultaneous initializes respect the cap
+        try:
+            reply = await self._exchange(receive, send, conn, Job(conn, [msg], at=time.time()),
+                                         msg.id, wants_sse, rules.legacy_status,
+                                         [(b"mcp-session-id", hs.id.encode())], session=hs)
+        finally:
+            self._starting -= 1
         if reply is not None and rules.error_code(reply) is None:
             log.info("session started", session=hs.id)
 
@@ -417,13 +430,24 @@ class HttpTransport:
             return frame.startswith(prefix) and frame[len(prefix):].startswith((b'"result"', b'"error"'))
 
         reply: bytes | None = None
+        abandoned = False
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_disconnect, receive, conn, ident, nursery.cancel_scope)
             await self.app.dispatcher.submit(job)
-            frame = await conn.frames.receive()
+            try:
+                frame = await conn.frames.receive()
+            except trio.EndOfChannel:  # cancelled before anything was sent
+                await _respond(send, 202)
+                nursery.cancel_scope.cancel()
+                return None
             if is_reply(frame) or not wants_sse:
-                while not is_reply(frame):  # JSON only: notifications have nowhere to go
-                    frame = await conn.frames.receive()
+                try:
+                    while not is_reply(frame):  # JSON only: notifications have nowhere to go
+                        frame = await conn.frames.receive()
+                except trio.EndOfChannel:
+                    await _respond(send, 202)
+                    nursery.cancel_scope.cancel()
+                    return None
                 reply = frame
                 if session is not None and rules.error_code(frame) is None:
                     self.sessions[session.id] = session
@@ -435,14 +459,20 @@ class HttpTransport:
                     self.sessions[session.id] = session
                 await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
                 while True:
+                    if abandoned:
+                        break
                     await send({"type": "http.response.body", "body": _event(frame), "more_body": True})
                     if is_reply(frame):
                         reply = frame
                         break
                     while True:
                         with trio.move_on_after(KEEPALIVE) as quiet:
-                            frame = await conn.frames.receive()
-                        if not quiet.cancelled_caught:
+                            try:
+                                frame = await conn.frames.receive()
+                            except trio.EndOfChannel:  # cancelled: end the stream without a reply
+                                abandoned = True
+                                break
+                        if abandoned or not quiet.cancelled_caught:
                             break
                         await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
                 await send({"type": "http.response.body", "body": b""})

@@ -21,7 +21,6 @@ from specactor.protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolError,
 )
-from specactor.wire.codec import any_decoder
 
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _ENCODED = re.compile(r"^=\?base64\?(.*)\?=$", re.IGNORECASE)
@@ -113,15 +112,15 @@ def _check_param_headers(headers: dict[str, str], arguments: dict[str, Any], sch
             raise ProtocolError(HEADER_MISMATCH, f"Mcp-Param-{name} header does not match argument '{prop}'")
 
 
+# The head of an error reply as the core writes it (`jsonrpc`, then `id` if known, then `error`),
+# whatever the id's length: a fixed-size window misreads long ids.
+ERROR_HEAD: Final = re.compile(rb'^\{"jsonrpc":"2\.0",(?:"id":(?:-?\d+|"(?:[^"\\]|\\.)*"),)?"error":\{"code":(-?\d+)')
+
+
 def error_code(reply: bytes) -> int | None:
     """The JSON-RPC error code of a single reply frame, if it is an error."""
-    if b'"error"' not in reply[:48]:
-        return None
-    try:
-        code = any_decoder.decode(reply)["error"]["code"]
-    except (KeyError, TypeError, ValueError):
-        return None
-    return code if isinstance(code, int) else None
+    match = ERROR_HEAD.match(reply)
+    return int(match.group(1)) if match else None
 
 
 def modern_status(reply: bytes) -> int:

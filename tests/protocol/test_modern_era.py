@@ -67,9 +67,10 @@ async def test_discover_lists_versions_capabilities_and_instructions(memory_clie
     assert memory_client.conn.session.era == "modern"
 
 
-async def test_discover_does_not_advertise_listen_features_it_lacks(memory_client: MemoryClient) -> None:
+async def test_discover_advertises_what_listen_streams_deliver(memory_client: MemoryClient) -> None:
     caps = (await memory_client.modern("server/discover"))["result"]["capabilities"]
-    assert "listChanged" not in caps["tools"] and "subscribe" not in caps["resources"]
+    assert caps["tools"]["listChanged"] and caps["prompts"]["listChanged"]
+    assert caps["resources"] == {"subscribe": True, "listChanged": True}
 
 
 async def test_discover_declares_logging_because_modern_requests_can_receive_log_messages(

@@ -1,0 +1,1 @@
+"""Streamable HTTP behaviour: both eras, security, operations, concurrency, the official client."""
