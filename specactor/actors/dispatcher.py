@@ -28,7 +28,6 @@ from specactor.protocol.frames import Incoming, error_response, parse
 from specactor.protocol.http_rules import ERROR_HEAD
 from specactor.protocol.server import INLINE, OPEN_ENDED, ServerCore
 from specactor.protocol.session import Session
-from specactor.wire.codec import any_decoder
 
 log = get_logger("specactor.dispatcher")
 
@@ -51,19 +50,13 @@ class Job:
     at: float = 0.0
 
 
-def _error_code(reply: bytes) -> str | None:
-    """The error code a reply carries: a JSON-RPC code, or a tool envelope's code."""
-    if b'"error"' not in reply:
-        return None
+def _error_code(msg: Incoming | None, reply: bytes) -> str | None:
+    """The error a reply carries: the JSON-RPC code at its head (which the core writes, so it
+    cannot be forged by data inside a result), or the tool envelope's code the core noted."""
     head = ERROR_HEAD.match(reply)
     if head is not None:
         return head.group(1).decode()
-    if b'"isError":true' in reply:
-        try:
-            return str(any_decoder.decode(reply)["result"]["structuredContent"]["error"]["code"])
-        except (KeyError, TypeError, ValueError):
-            return "TOOL_ERROR"
-    return None
+    return msg.tool_error if msg is not None else None
 
 
 class Dispatcher:
@@ -173,9 +166,11 @@ class Dispatcher:
             return
         logging = self.session_log.enabled
         for err in job.errors:
-            await conn.send(err)
             if logging:
                 await self.session_log.record(conn.session.id, "response", err, time.time())
+            code = _error_code(None, err)
+            self.metrics.observe("(invalid)", "", 0.0, code)
+            await self._send(conn, err)
         for msg in job.msgs:
             if logging:
                 await self.session_log.record(conn.session.id, msg.kind, msg.raw, job.at or time.time())
@@ -247,13 +242,21 @@ class Dispatcher:
             self._busy(-1)
 
     async def _reply(self, conn: Connection, msg: Incoming, reply: bytes, started: float) -> None:
+        # Logged before it is sent, so a log reader never sees the client's next request first.
+        if self.session_log.enabled:
+            await self.session_log.record(conn.session.id, "response", reply, time.time())
+        self._observe(msg, started, _error_code(msg, reply))
+        await self._send(conn, reply)
+        self.first_reply.set()
+
+    async def _send(self, conn: Connection, data: bytes) -> None:
+        """Send, and treat a transport that fails as a client gone: its requests are cancelled,
+        everyone else's carry on."""
         try:
-            await conn.send(reply)
-            self.first_reply.set()
-        finally:
-            self._observe(msg, started, _error_code(reply))
-            if self.session_log.enabled:
-                await self.session_log.record(conn.session.id, "response", reply, time.time())
+            await conn.send(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+            log.warning("a client went away mid-reply; cancelling its requests", error=str(err))
+            self.cancel_all(conn)
 
     def _observe(self, msg: Incoming, started: float, error: str | None) -> None:
         tool = msg.decoded.name if msg.method == "tools/call" and msg.decoded is not None else ""
@@ -277,7 +280,7 @@ class Dispatcher:
                     else:
                         conn.peer.resolve(msg)
             if replies:
-                await conn.send(b"[" + b",".join(replies) + b"]")
+                await self._send(conn, b"[" + b",".join(replies) + b"]")
         finally:
             self._busy(-1)
 
@@ -307,7 +310,7 @@ class Dispatcher:
                 reply = error_response(msg.id, INTERNAL_ERROR,
                                        f"{msg.method} timed out after {self.request_timeout:g} s")
         collector.replies.append(reply)
-        self._observe(msg, started, _error_code(reply))
+        self._observe(msg, started, _error_code(msg, reply))
 
 
 class _BatchConn:

@@ -37,12 +37,18 @@ class Letter(Generic[M]):
     _reply: trio.MemorySendChannel[outcome.Outcome[Any]] | None = None
 
     def reply(self, value: Any) -> None:
-        if self._reply is not None:
-            self._reply.send_nowait(outcome.Value(value))
+        self._answer(outcome.Value(value))
 
     def fail(self, exc: BaseException) -> None:
-        if self._reply is not None:
-            self._reply.send_nowait(outcome.Error(exc))
+        self._answer(outcome.Error(exc))
+
+    def _answer(self, result: outcome.Outcome[Any]) -> None:
+        if self._reply is None:
+            return
+        try:
+            self._reply.send_nowait(result)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the caller timed out and left; the actor carries on
 
     def __enter__(self) -> Letter[M]:
         return self

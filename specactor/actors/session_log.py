@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import msgspec
 import trio
 
 from specactor.actors.mailbox import Mailbox
@@ -45,8 +46,25 @@ def render(entry: Entry, max_bytes: int) -> bytes:
         return head + b',"truncated":true,"bytes":' + str(len(raw)).encode() + b"}\n"
     if raw[:1] == b"[":
         return head + b',"batch":' + raw + b"}\n"
+    if b'"timestamp"' in raw or b'"type"' in raw or b'"session"' in raw:
+        raw = _without_reserved(raw)
     body = raw[1:].lstrip()
     return head + (b"," + body if body != b"}" else b"}") + b"\n"
+
+
+_RESERVED = ("timestamp", "type", "session")
+
+
+def _without_reserved(raw: bytes) -> bytes:
+    """The frame without top-level members that would clash with the log line's own (a client
+    could otherwise forge them); the line keeps ours."""
+    try:
+        frame = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return b"{}"
+    if not isinstance(frame, dict) or not any(key in frame for key in _RESERVED):
+        return raw
+    return msgspec.json.encode({k: v for k, v in frame.items() if k not in _RESERVED})
 
 
 class SessionLogActor:

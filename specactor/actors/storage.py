@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -68,26 +69,75 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so a reader or a crash sees the old bytes or the new, never half."""
-    new_dirs = [p for p in reversed(path.parents) if not p.exists()]
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()  # read once, at import: os.umask cannot be read without setting it
+
+
+def stage(path: Path, data: bytes) -> Path:
+    """Write `data` to a synced temp file beside `path`, with the mode `path` has (or would get)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_UMASK
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)  # mkstemp makes 0600; keep the file's own mode
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
+        _unlink(Path(tmp))
+        raise
+    return Path(tmp)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so a reader or a crash sees the old bytes or the new, never half."""
+    commit([(path, data)], [])
+
+
+def commit(writes: list[tuple[Path, bytes]], deletes: list[Path]) -> None:
+    """Apply a transaction: stage every file first, then rename them all into place.
+
+    A failure while staging (a full disk, a parent that is a file) leaves every target as it
+    was; only the renames, each atomic, come after. Directories are fsynced so the renames last.
+    """
+    new_dirs = {made for path, _ in writes for made in path.parents if not made.exists()}
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in writes:
+            staged.append((stage(path, data), path))
+    except BaseException:
+        for tmp, _ in staged:
+            _unlink(tmp)
+        raise
+    touched: set[Path] = set()
+    for tmp, path in staged:
+        os.replace(tmp, path)
+        touched.add(path.parent)
+    for path in deletes:
         try:
-            os.unlink(tmp)
+            path.unlink()
+            touched.add(path.parent)
         except FileNotFoundError:
             pass
-        raise
-    fsync_dir(path.parent)
-    for made in new_dirs:
-        fsync_dir(made.parent)
+    for directory in touched | {d.parent for d in new_dirs}:
+        if directory.exists():
+            fsync_dir(directory)
 
 
 @dataclass
@@ -98,21 +148,26 @@ class Tx:
     writes: dict[str, bytes | None] = field(default_factory=dict)
 
     def read(self, rel: str) -> bytes | None:
-        if rel in self.writes:
-            return self.writes[rel]
-        path = resolve_inside(self.root, rel)
+        key = str(safe_relative(rel))  # "./a" and "d//a" are the same files as "a" and "d/a"
+        if key in self.writes:
+            return self.writes[key]
+        path = resolve_inside(self.root, key)
         try:
             return path.read_bytes()
         except FileNotFoundError:
             return None
 
     def write(self, rel: str, data: bytes) -> None:
-        resolve_inside(self.root, rel)
-        self.writes[rel] = data
+        key = str(safe_relative(rel))
+        resolve_inside(self.root, key)
+        self.writes.pop(key, None)  # the last operation on a path is the one that counts
+        self.writes[key] = data
 
     def delete(self, rel: str) -> None:
-        resolve_inside(self.root, rel)
-        self.writes[rel] = None
+        key = str(safe_relative(rel))
+        resolve_inside(self.root, key)
+        self.writes.pop(key, None)
+        self.writes[key] = None
 
 
 @dataclass(frozen=True)
@@ -174,16 +229,9 @@ class StorageActor:
         with self._locked():
             tx = Tx(self.root)
             result = fn(tx)
-            for rel, data in tx.writes.items():
-                path = resolve_inside(self.root, rel)
-                if data is None:
-                    try:
-                        path.unlink()
-                        fsync_dir(path.parent)
-                    except FileNotFoundError:
-                        pass
-                else:
-                    atomic_write(path, data)
+            writes = [(resolve_inside(self.root, rel), data) for rel, data in tx.writes.items() if data is not None]
+            deletes = [resolve_inside(self.root, rel) for rel, data in tx.writes.items() if data is None]
+            commit(writes, deletes)
             self.commits += 1
             return result
 

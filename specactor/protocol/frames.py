@@ -30,6 +30,7 @@ class Incoming:
     frame: Frame
     raw: bytes
     decoded: Any = None  # the typed params, once the core has decoded them
+    tool_error: str | None = None  # the envelope's error code when a tool result has isError
 
 
 @dataclass

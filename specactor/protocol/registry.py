@@ -22,7 +22,7 @@ from specactor.protocol.context import Completer, RequestContext
 from specactor.protocol.envelope import envelope_error, envelope_ok, envelope_schema
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ProviderError, RateLimited, ToolError
 from specactor.protocol.input_required import InputRequired
-from specactor.protocol.schema import find_issue, issue_from_msgspec, json_type, schema_of
+from specactor.protocol.schema import check_input_type, find_issue, issue_from_msgspec, json_type, schema_of
 from specactor.protocol.uritemplate import UriTemplate
 from specactor.wire.codec import any_decoder, decoder_for
 from specactor.wire.mcp import (
@@ -160,6 +160,7 @@ class Registry:
         With `envelope=False` the handler returns its own `CallToolResult` (content blocks), and
         only the input side is typed: the fixtures that must answer exact content use this.
         """
+        check_input_type(input)
         input_schema = schema_of(input)
         decoder = decoder_for(input)
         check_finite = output is not None and _has_numbers(schema_of(output))

@@ -8,7 +8,9 @@ what was given, the valid values, the minimum and maximum.
 
 from __future__ import annotations
 
+import datetime
 import re
+import uuid
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -33,10 +35,42 @@ def _inline(node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
             extra = {k: v for k, v in node.items() if k != "$ref"}
             target.pop("title", None)
             return _inline({**target, **extra}, defs, depth + 1)
-        return {k: _inline(v, defs, depth + 1) for k, v in node.items() if k != "$defs"}
+        # `discriminator.mapping` points into `$defs`, which inlining removes; the tag's `const`
+        # in each branch carries the same information.
+        return {k: _inline(v, defs, depth + 1) for k, v in node.items() if k not in ("$defs", "discriminator")}
     if isinstance(node, list):
         return [_inline(v, defs, depth + 1) for v in node]
     return node
+
+
+def _naive_datetimes(info: Any, seen: set[int]) -> bool:
+    """Whether a msgspec type holds a datetime whose schema would be a bare string."""
+    if id(info) in seen:
+        return False
+    seen.add(id(info))
+    if isinstance(info, msgspec.inspect.DateTimeType):
+        return info.tz is not True
+    for attr in ("fields", "types", "item_type", "key_type", "value_type", "item_types", "cls"):
+        child = getattr(info, attr, None)
+        if child is None or isinstance(child, type):
+            continue
+        children = child if isinstance(child, (list, tuple)) else [child]
+        for c in children:
+            target = getattr(c, "type", c)
+            if isinstance(target, msgspec.inspect.Type) and _naive_datetimes(target, seen):
+                return True
+    return False
+
+
+def check_input_type(tp: Any) -> None:
+    """Refuse an input type whose published schema would accept what its decoder refuses.
+
+    Raises:
+        TypeError: a datetime without `tz=True` (msgspec publishes it as a bare string).
+    """
+    if _naive_datetimes(msgspec.inspect.type_info(tp), set()):
+        raise TypeError(f"{tp!r} has a datetime without tz=True; its schema would be a bare string that "
+                        "msgspec does not accept as such. Use Annotated[datetime, Meta(tz=True)].")
 
 
 @cache
@@ -68,11 +102,15 @@ def _where(path: str) -> str:
 
 
 def _check_type(expected: Any, value: Any) -> bool:
+    # As msgspec decides: 2.0 is not an integer, 2 is a number.
     types = expected if isinstance(expected, list) else [expected]
     actual = json_type(value)
-    return actual in types or (actual == "integer" and "number" in types) or (
-        actual == "number" and "integer" in types and float(value).is_integer()
-    )
+    return actual in types or (actual == "integer" and "number" in types)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: `true` is not `1`."""
+    return json_type(a) == json_type(b) and a == b
 
 
 def find_issue(schema: dict[str, Any], value: Any, path: str = "") -> Issue | None:
@@ -93,10 +131,10 @@ def find_issue(schema: dict[str, Any], value: Any, path: str = "") -> Issue | No
         exp = schema["type"]
         return Issue(path, "type", f"{_where(path)} must be {' or '.join(exp) if isinstance(exp, list) else exp}"
                      f", got {json_type(value)}", {"field": path, "expected": exp, "actual": json_type(value)})
-    if "const" in schema and value != schema["const"]:
+    if "const" in schema and not _same(value, schema["const"]):
         return Issue(path, "enum", f"{_where(path)} must be {schema['const']!r}",
                      {"field": path, "valid": [schema["const"]], "actual": value})
-    if "enum" in schema and value not in schema["enum"]:
+    if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
         valid = schema["enum"]
         return Issue(path, "enum", f"{_where(path)} must be one of {', '.join(map(str, valid))}; got {value!r}",
                      {"field": path, "valid": valid, "actual": value})
@@ -154,7 +192,19 @@ def _check_string(schema: dict[str, Any], value: str, path: str) -> Issue | None
     if pattern is not None and not _compiled(pattern).search(value):
         return Issue(path, "pattern", f"{_where(path)} must match the pattern {pattern}",
                      {"field": path, "pattern": pattern, "actual": value[:200]})
+    fmt = schema.get("format")
+    kind = _FORMATS.get(fmt) if isinstance(fmt, str) else None
+    if kind is not None:
+        try:
+            msgspec.convert(value, kind)
+        except msgspec.ValidationError:
+            return Issue(path, "format", f"{_where(path)} must be a {fmt} string, got {value[:60]!r}",
+                         {"field": path, "format": fmt, "actual": value[:200]})
     return None
+
+
+_FORMATS: dict[str, Any] = {"uuid": uuid.UUID, "date": datetime.date, "date-time": datetime.datetime,
+                            "time": datetime.time, "duration": datetime.timedelta}
 
 
 @cache
@@ -168,9 +218,18 @@ def _check_array(schema: dict[str, Any], value: list[Any], path: str) -> Issue |
         return Issue(path, "range", f"{_where(path)} must have between {lo or 0} and "
                      f"{hi if hi is not None else 'any number of'} items, got {len(value)}",
                      {"field": path, "min": lo, "max": hi, "actual": len(value)})
+    prefix = schema.get("prefixItems") or []
+    for i, (item_schema, item) in enumerate(zip(prefix, value, strict=False)):
+        issue = find_issue(item_schema, item, f"{path}[{i}]")
+        if issue:
+            return issue
     items = schema.get("items")
+    rest = value[len(prefix):]
+    if items is False and rest:
+        return Issue(path, "range", f"{_where(path)} must have at most {len(prefix)} items, got {len(value)}",
+                     {"field": path, "max": len(prefix), "actual": len(value)})
     if isinstance(items, dict):
-        for i, item in enumerate(value):
+        for i, item in enumerate(rest, start=len(prefix)):
             issue = find_issue(items, item, f"{path}[{i}]")
             if issue:
                 return issue

@@ -250,6 +250,8 @@ class ServerCore:
         except Exception:
             log.exception("request handler raised", method=msg.method)
             return error_response(msg.id, INTERNAL_ERROR, f"Internal error while handling {msg.method}")
+        if isinstance(result, w.CallToolResult) and result.isError is True:
+            msg.tool_error = _tool_error_code(result)
         if session.era == "modern":
             result.resultType = "complete"
             result.meta = {**result.meta, **self.info_meta} if isinstance(result.meta, dict) else self.info_meta
@@ -433,6 +435,17 @@ class ServerCore:
         start = 0 if cursor is None else _decode_cursor(kind, cursor)
         end = start + self.page_size
         return items[start:end], (_encode_cursor(kind, end) if end < len(items) else UNSET)
+
+
+def _tool_error_code(result: w.CallToolResult) -> str:
+    """The envelope code of an `isError` tool result (only failures pay for this decode)."""
+    content: Any = result.structuredContent
+    try:
+        data: Any = msgspec.json.decode(bytes(content)) if isinstance(content, msgspec.Raw) else content
+        code = data["error"]["code"]
+    except (KeyError, TypeError, msgspec.DecodeError):
+        return "TOOL_ERROR"
+    return code if isinstance(code, str) else "TOOL_ERROR"
 
 
 def _encode_cursor(kind: str, offset: int) -> str:

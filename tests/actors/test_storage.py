@@ -1,0 +1,331 @@
+"""The storage actor: atomic writes, transactions, path checks, and two processes on one workspace."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from specactor.actors import storage as storage_module
+from specactor.actors.storage import LockBusy, PathEscape, StorageActor, Tx, atomic_write, resolve_inside, safe_relative
+from tests.actors.storage_worker import COUNTER, PAYLOAD, check_payload
+
+REPO = Path(__file__).resolve().parents[2]
+WAIT = 60.0  # seconds any subprocess may take
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+async def storage(root: Path) -> AsyncIterator[StorageActor]:
+    actor = StorageActor(root)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.run)
+        yield actor
+        nursery.cancel_scope.cancel()
+
+
+def names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*.tmp"))
+
+
+# ---------------------------------------------------------------------- atomic writes
+
+
+def test_atomic_write_creates_the_parents_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "c" / "file.txt"
+    atomic_write(target, b"first")
+    assert target.read_bytes() == b"first"
+    atomic_write(target, b"second")
+    assert target.read_bytes() == b"second"
+    assert leftovers(tmp_path) == []
+    assert names(target.parent) == ["file.txt"]
+
+
+async def test_a_write_through_the_actor_creates_parents_and_leaves_no_temp_file(
+        storage: StorageActor, root: Path) -> None:
+    with trio.fail_after(10):
+        await storage.write("specs/auth/spec.md", b"# Auth\n")
+        assert await storage.read("specs/auth/spec.md") == b"# Auth\n"
+        assert await storage.read("specs/missing.md") is None
+    assert (root / "specs" / "auth" / "spec.md").read_bytes() == b"# Auth\n"
+    assert leftovers(root) == []
+    assert storage.commits == 1
+
+
+def test_an_atomic_write_keeps_the_mode_of_the_file_it_replaces_and_the_umask_for_new_ones(
+        tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_bytes(b"#!/bin/sh\n")
+    script.chmod(0o755)
+    atomic_write(script, b"#!/bin/sh\necho hi\n")
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+    umask = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "new.txt", b"x")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o644
+
+
+# ---------------------------------------------------------------------- transactions
+
+
+async def test_a_transaction_reads_its_own_staged_writes_and_commits_them_together(
+        storage: StorageActor, root: Path) -> None:
+    (root / "old.txt").write_bytes(b"old")
+    seen: dict[str, bytes | None] = {}
+
+    def tx_fn(tx: Tx) -> str:
+        tx.write("new.txt", b"new")
+        tx.write("old.txt", b"replaced")
+        seen["new"] = tx.read("new.txt")
+        seen["old"] = tx.read("old.txt")
+        seen["disk"] = (root / "old.txt").read_bytes()  # nothing committed yet
+        tx.delete("new.txt")
+        seen["deleted"] = tx.read("new.txt")
+        return "result"
+
+    with trio.fail_after(10):
+        assert await storage.transact(tx_fn) == "result"
+    assert seen == {"new": b"new", "old": b"replaced", "disk": b"old", "deleted": None}
+    assert (root / "old.txt").read_bytes() == b"replaced"
+    assert not (root / "new.txt").exists()
+
+
+async def test_a_transaction_that_raises_commits_nothing_and_the_caller_gets_the_error(
+        storage: StorageActor, root: Path) -> None:
+    def tx_fn(tx: Tx) -> None:
+        tx.write("half.txt", b"half")
+        raise LookupError("changed my mind")
+
+    with trio.fail_after(10):
+        with pytest.raises(LookupError, match="changed my mind"):
+            await storage.transact(tx_fn)
+        await storage.write("after.txt", b"the actor still works")
+    assert not (root / "half.txt").exists()
+    assert (root / "after.txt").read_bytes() == b"the actor still works"
+
+
+async def test_a_transaction_whose_commit_fails_part_way_commits_nothing(storage: StorageActor, root: Path) -> None:
+    (root / "a.txt").write_bytes(b"old")
+    (root / "plain").write_bytes(b"a file, not a directory")
+
+    def tx_fn(tx: Tx) -> None:
+        tx.write("a.txt", b"new")
+        tx.write("plain/child.txt", b"cannot exist")
+
+    with trio.fail_after(10), pytest.raises(OSError):
+        await storage.transact(tx_fn)
+    assert (root / "a.txt").read_bytes() == b"old"
+
+
+async def test_a_transaction_sees_its_staged_write_under_any_spelling_of_the_path(
+        storage: StorageActor, root: Path) -> None:
+    seen: list[bytes | None] = []
+
+    def tx_fn(tx: Tx) -> None:
+        tx.write("d/a.txt", b"v1")
+        seen.append(tx.read("d//a.txt"))
+        seen.append(tx.read("./d/a.txt"))
+        tx.delete("./d/a.txt")
+        tx.write("d/a.txt", b"v2")  # the last operation: the file must hold v2
+
+    with trio.fail_after(10):
+        await storage.transact(tx_fn)
+    assert seen == [b"v1", b"v1"]
+    assert (root / "d" / "a.txt").read_bytes() == b"v2"
+
+
+async def test_a_peer_holding_the_lock_too_long_yields_lock_busy_not_a_hang(
+        storage: StorageActor, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(storage_module, "LOCK_WAIT", 0.2)
+    storage.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(storage.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: conflicts like another process
+        with trio.fail_after(10), pytest.raises(LockBusy, match="locked by another process"):
+            await storage.write("blocked.txt", b"x")
+    finally:
+        os.close(fd)
+    with trio.fail_after(10):
+        await storage.write("free.txt", b"y")  # the actor survived and the lock is free again
+    assert not (root / "blocked.txt").exists() and (root / "free.txt").read_bytes() == b"y"
+
+
+# ---------------------------------------------------------------------- path escapes
+
+ESCAPES = ["/etc/passwd", "../outside.txt", "a/../../outside.txt", "a/..", "..", "a\\b.txt", "a\x00b", ""]
+
+
+@pytest.mark.parametrize("rel", ESCAPES)
+def test_a_path_spelled_to_escape_is_refused(rel: str, root: Path) -> None:
+    with pytest.raises(PathEscape):
+        safe_relative(rel)
+    with pytest.raises(PathEscape):
+        resolve_inside(root, rel)
+
+
+@pytest.mark.parametrize("rel", ["a.txt", "d/e/f.md", "./a.txt", "d//a.txt", "with space/ü.md", "..hidden"])
+def test_an_ordinary_relative_path_is_accepted(rel: str, root: Path) -> None:
+    assert root.resolve() in resolve_inside(root, rel).resolve().parents
+
+
+@pytest.fixture
+def outside(tmp_path: Path, root: Path) -> Path:
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_bytes(b"secret")
+    (root / "dirlink").symlink_to(out, target_is_directory=True)
+    (root / "filelink").symlink_to(out / "secret.txt")
+    (root / "dangling").symlink_to(out / "not-yet.txt")
+    (root / "inside").mkdir()
+    (root / "innerlink").symlink_to(root / "inside", target_is_directory=True)
+    return out
+
+
+@pytest.mark.parametrize("rel", ["dirlink/secret.txt", "dirlink/new.txt", "filelink", "dangling",
+                                 *ESCAPES])
+async def test_the_actor_refuses_to_read_or_write_an_escaping_path(
+        rel: str, storage: StorageActor, outside: Path) -> None:
+    before = names(outside)
+    with trio.fail_after(10):
+        with pytest.raises(PathEscape):
+            await storage.read(rel)
+        with pytest.raises(PathEscape):
+            await storage.write(rel, b"pwned")
+
+        def reader(tx: Tx) -> bytes | None:
+            return tx.read(rel)
+
+        with pytest.raises(PathEscape):
+            await storage.transact(reader)
+    assert names(outside) == before
+    assert (outside / "secret.txt").read_bytes() == b"secret"
+
+
+SEGMENTS = st.sampled_from(["a", "b.txt", "..", ".", "", "dirlink", "filelink", "dangling", "innerlink", "inside",
+                            "\\", "\x00", "/", "ü", "..."])
+
+
+@given(parts=st.lists(SEGMENTS, min_size=1, max_size=6), absolute=st.booleans())
+def test_any_accepted_path_resolves_inside_the_root(parts: list[str], absolute: bool, root: Path,
+                                                    outside: Path) -> None:
+    rel = ("/" if absolute else "") + "/".join(parts)
+    try:
+        target = resolve_inside(root, rel)
+    except PathEscape:
+        return
+    real_root = root.resolve()
+    real = target.resolve()
+    assert real == real_root or real_root in real.parents, rel
+    assert not absolute and ".." not in parts
+
+
+async def test_a_symlink_that_stays_inside_the_root_is_followed(storage: StorageActor, root: Path,
+                                                                outside: Path) -> None:
+    with trio.fail_after(10):
+        await storage.write("innerlink/x.txt", b"ok")
+        assert await storage.read("innerlink/x.txt") == b"ok"
+    assert (root / "inside" / "x.txt").read_bytes() == b"ok"
+
+
+# ---------------------------------------------------------------------- two processes
+
+
+def worker(root: Path, *args: str, **kw: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "tests.actors.storage_worker", str(root), *args],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)  # type: ignore[call-overload]
+
+
+@pytest.mark.slow
+def test_two_processes_incrementing_one_counter_never_lose_an_update(root: Path) -> None:
+    procs = [worker(root, "200") for _ in range(2)]
+    try:
+        outputs = [p.communicate(timeout=WAIT) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=WAIT)
+    for p, (out, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err.decode()
+        assert out == b"done\n"
+    assert (root / COUNTER).read_bytes() == b"400"
+    assert leftovers(root) == []
+
+
+async def next_line(stream: trio.abc.ReceiveStream, buf: bytearray) -> str:
+    while b"\n" not in buf:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            raise EOFError("the worker exited early")
+        buf += chunk
+    line, _, rest = bytes(buf).partition(b"\n")
+    buf[:] = rest
+    return line.decode()
+
+
+@pytest.mark.slow
+async def test_a_kill_during_writes_never_leaves_a_torn_file(root: Path) -> None:
+    rng = random.Random(int.from_bytes(os.urandom(4), "big"))
+    target = root / PAYLOAD
+    committed_ever = False
+    torn_tmp = 0  # temp files a kill left behind: evidence that some kills did land mid-write
+    # Kill points: just as a payload is staged (the commit is then writing, fsyncing or
+    # renaming), or just after a commit; each at a random iteration.
+    points = [("staged", rng.randint(1, 4)) for _ in range(4)] + [("committed", rng.randint(1, 3))]
+    rng.shuffle(points)
+    for event, k in points:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "tests.actors.storage_worker", str(root), "0", "payload"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            assert proc.stdout is not None
+            buf = bytearray()
+            with trio.fail_after(WAIT):
+                while True:
+                    line = await next_line(proc.stdout, buf)
+                    committed_ever = committed_ever or line.startswith("committed")
+                    if line == f"{event} {k}":
+                        break
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            with trio.fail_after(WAIT):
+                if proc.returncode is None:
+                    proc.kill()
+                await proc.wait()
+                if proc.stdout is not None:
+                    await proc.stdout.aclose()
+        assert proc.returncode == -signal.SIGKILL
+        if committed_ever:
+            assert target.exists(), f"killed at {event} {k}: the committed payload vanished"
+        torn_tmp += len(leftovers(root))
+        if target.exists():
+            assert check_payload(target.read_bytes()), f"killed at {event} {k}: torn payload on disk"
+    # the workspace lock died with the process: a new writer gets through at once
+    with trio.fail_after(WAIT):
+        done = await trio.run_process([sys.executable, "-m", "tests.actors.storage_worker", str(root), "1"],
+                                      cwd=REPO, capture_stdout=True)
+    assert done.stdout == b"done\n"
+    print(f"kill points {points}: {torn_tmp} interrupted temp files seen")
