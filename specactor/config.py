@@ -48,6 +48,28 @@ class GraphConfig(_Base, frozen=True):
     enabled: bool = False
 
 
+class EmbeddingsConfig(_Base, frozen=True):
+    url: str | None = None  # an OpenAI-compatible API base; we POST <url>/embeddings
+    model: str = "text-embedding-3-small"
+    api_key: str | None = None
+    timeout: Seconds = 30.0
+
+
+class MemoryConfig(_Base, frozen=True):
+    db: str | None = None  # default: $XDG_DATA_HOME/specactor/memory.db
+    mode: Literal["lexical", "semantic", "hybrid"] | None = None  # default: hybrid with embeddings, else lexical
+    user_id: str | None = None  # default: the login name
+    project_id: str | None = None  # default: the workspace folder's name
+    team_id: str | None = None
+    org_id: str | None = None
+    company_id: str = "default"
+    embeddings: EmbeddingsConfig = EmbeddingsConfig()
+
+
+class KnowledgeConfig(_Base, frozen=True):
+    repo: str | None = None  # default: <root>/knowledge
+
+
 class HttpConfig(_Base, frozen=True):
     host: str = "127.0.0.1"
     port: Annotated[int, Meta(ge=0, le=65535)] = 8765
@@ -74,6 +96,8 @@ class Config(_Base, frozen=True):
     emergent: EmergentConfig = EmergentConfig()
     graph: GraphConfig = GraphConfig()
     http: HttpConfig = HttpConfig()
+    memory: MemoryConfig = MemoryConfig()
+    knowledge: KnowledgeConfig = KnowledgeConfig()
 
     @property
     def root_path(self) -> Path:
@@ -97,6 +121,8 @@ class Config(_Base, frozen=True):
         for section, key in (("emergent", "api_key"), ("http", "token")):
             if data[section].get(key):
                 data[section][key] = "***"
+        if data["memory"]["embeddings"].get("api_key"):
+            data["memory"]["embeddings"]["api_key"] = "***"
         return data
 
 
@@ -118,12 +144,23 @@ ENV: dict[str, str] = {
     "SPECACTOR_HTTP_HOST": "http.host",
     "SPECACTOR_HTTP_PORT": "http.port",
     "SPECACTOR_HTTP_TOKEN": "http.token",
+    "SPECACTOR_MEMORY_DB": "memory.db",
+    "SPECACTOR_MEMORY_MODE": "memory.mode",
+    "SPECACTOR_MEMORY_USER_ID": "memory.user_id",
+    "SPECACTOR_MEMORY_PROJECT_ID": "memory.project_id",
+    "SPECACTOR_MEMORY_TEAM_ID": "memory.team_id",
+    "SPECACTOR_MEMORY_ORG_ID": "memory.org_id",
+    "SPECACTOR_MEMORY_COMPANY_ID": "memory.company_id",
+    "SPECACTOR_EMBEDDINGS_URL": "memory.embeddings.url",
+    "SPECACTOR_EMBEDDINGS_MODEL": "memory.embeddings.model",
+    "SPECACTOR_EMBEDDINGS_API_KEY": "memory.embeddings.api_key",
+    "SPECACTOR_KNOWLEDGE_REPO": "knowledge.repo",
     "EMERGENT_URL": "emergent.url",
     "EMERGENT_API_KEY": "emergent.api_key",
     "EMERGENT_PROJECT_ID": "emergent.project_id",
 }
 # Read by other parts of specactor (or by tools it starts), not settings of this Struct.
-ENV_ELSEWHERE = frozenset({"SPECACTOR_CONFIG", "SPECACTOR_KNOWLEDGE_REPO"})
+ENV_ELSEWHERE = frozenset({"SPECACTOR_CONFIG", "SPECACTOR_FUZZ"})
 LIST_KEYS = frozenset({"toolsets", "http.allowed_origins", "http.allowed_hosts"})
 
 
@@ -208,6 +245,10 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None,
     unknown = [t for t in config.toolsets if t not in TOOLSETS]
     if unknown:
         raise ConfigError(f"unknown toolset {unknown[0]!r} in 'toolsets'; valid toolsets are {', '.join(TOOLSETS)}")
+    mem = config.memory
+    if mem.mode in ("semantic", "hybrid") and not mem.embeddings.url:
+        raise ConfigError(f"invalid setting 'memory.mode': {mem.mode} search needs an embeddings endpoint "
+                          "(SPECACTOR_EMBEDDINGS_URL or memory.embeddings.url)")
     if config.graph_enabled and not config.emergent.api_key:
         raise ConfigError("graph sync is enabled but EMERGENT_API_KEY is not set "
                           "(set it, or the config key emergent.api_key, or disable the graph toolset)")

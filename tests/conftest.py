@@ -22,6 +22,13 @@ settings.register_profile("fuzz", max_examples=2000, deadline=None,
 settings.load_profile("fuzz" if os.environ.get("SPECACTOR_FUZZ") else "default")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_data_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test writes to the real ~/.local/share: the memory store's default lives under XDG_DATA_HOME,
+    and subprocesses inherit the variable."""
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+
+
 def fixture_config(root: Path, **overrides: object) -> Config:
     """The settings of a test server: its own workspace, every toolset plus the fixtures."""
     base = Config(root=str(root))

@@ -1,0 +1,591 @@
+"""The memory store actor: it owns the memory database and reads the knowledge repository.
+
+SQLite in WAL mode with `synchronous=FULL`: one writer connection, on which queued writes are
+group-committed (one transaction, one fsync, each write in its own savepoint so one failure
+spoils no other), and a pool of reader connections that serve searches concurrently. Every
+database call runs on a worker thread; a reply is sent only after its transaction committed.
+The knowledge repository is read with `git` through `trio.run_process`; parsed items are cached
+by blob id. A sync plans from git, then applies its whole delta and the new sync state in one
+transaction, so a sync that dies half way leaves the previous state, and the next run redoes it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import outcome
+import trio
+
+from specactor.actors.mailbox import Letter, Mailbox
+from specactor.actors.storage import atomic_write
+from specactor.domain.knowledge import gitout
+from specactor.domain.knowledge import sync as plans
+from specactor.domain.knowledge.api import HistoryEntry, Item, Problem, SyncStats
+from specactor.domain.knowledge.parse import item_scope, parse_or_problem
+from specactor.domain.knowledge.sync import Snapshot, SyncApply, SyncRecord
+from specactor.domain.memory import embeddings as emb
+from specactor.domain.memory import scoring
+from specactor.domain.memory.api import MemoryEntry, MemorySearchOut, SearchHit
+from specactor.domain.memory.layers import PRECEDENCE, Identifiers, scope_key
+from specactor.domain.memory.records import EmbeddingsEndpoint, NewMemory, SearchSpec
+from specactor.domain.memory.schema import SCOPE_SHIFT, pending
+from specactor.logsetup import get_logger
+from specactor.protocol.errors import ProviderError, RateLimited, ToolError
+
+log = get_logger("specactor.memory_store")
+T = TypeVar("T")
+READERS = 4  # concurrent searches; SQLite releases the GIL while it steps, so readers overlap
+CALL_TIMEOUT = 60.0
+SCOPE_SPAN = (1 << SCOPE_SHIFT) - 1
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def now_iso() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+# ---------------------------------------------------------------------- SQLite (worker threads only)
+
+
+def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), usable from any one thread at a time."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    if writer:
+        conn.execute("PRAGMA journal_mode=WAL")
+        for version, sql in pending(conn.execute("PRAGMA user_version").fetchone()[0]):
+            try:  # the schema change and its version number commit together, or not at all
+                conn.executescript(f"BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {version}; COMMIT;")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+    conn.execute("PRAGMA synchronous=FULL")  # durable: a reply is only sent after the WAL is on disk
+    if not writer:
+        conn.execute("PRAGMA query_only=1")
+    return conn
+
+
+def scope_id(conn: sqlite3.Connection, layer: str, key: str, *, create: bool) -> int | None:
+    if create:
+        conn.execute("INSERT INTO scopes (layer, key) VALUES (?, ?) ON CONFLICT DO NOTHING", (layer, key))
+    row = conn.execute("SELECT id FROM scopes WHERE layer = ? AND key = ?", (layer, key)).fetchone()
+    return int(row[0]) if row else None
+
+
+def insert_memory(conn: sqlite3.Connection, new: NewMemory) -> MemoryEntry:
+    scope = scope_id(conn, new.layer, new.scope_key, create=True)
+    assert scope is not None
+    seq = conn.execute("UPDATE scopes SET next_seq = next_seq + 1 WHERE id = ? RETURNING next_seq - 1",
+                       (scope,)).fetchone()[0]
+    rowid = (scope << SCOPE_SHIFT) | seq
+    memory_id = new.memory_id or f"mem_{uuid.uuid4().hex}"
+    stamp = now_iso()
+    tags = list(dict.fromkeys(new.tags))
+    conn.execute("INSERT INTO memories (rowid, id, layer, content, tags, metadata, identifiers, knowledge_id, "
+                 "embedding, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (rowid, memory_id, new.layer, new.content, _json(tags), _json(new.metadata), _json(new.identifiers),
+                  new.knowledge_id, new.embedding, new.created_at or stamp, stamp))
+    conn.executemany("INSERT INTO memory_tags (tag, memory) VALUES (?, ?)", [(t, rowid) for t in tags])
+    conn.execute("INSERT INTO memory_fts (rowid, content) VALUES (?, ?)", (rowid, new.content))
+    conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'fts_rows'")
+    return MemoryEntry(memory_id=memory_id, content=new.content, layer=new.layer, identifiers=new.identifiers,
+                       tags=tags, metadata=new.metadata, created_at=new.created_at or stamp, updated_at=stamp)
+
+
+def _unindex(conn: sqlite3.Connection, rowid: int, content: str) -> None:
+    conn.execute("INSERT INTO memory_fts (memory_fts, rowid, content) VALUES ('delete', ?, ?)", (rowid, content))
+    conn.execute("UPDATE counters SET value = value - 1 WHERE name = 'fts_rows'")
+
+
+def remove_row(conn: sqlite3.Connection, rowid: int, content: str, orphaned: int) -> None:
+    if not orphaned:  # orphaned pointers already left the index
+        _unindex(conn, rowid, content)
+    conn.execute("DELETE FROM memory_tags WHERE memory = ?", (rowid,))
+    conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+
+
+def delete_memory(conn: sqlite3.Connection, memory_id: str) -> bool:
+    row = conn.execute("SELECT rowid, content, orphaned FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    if row is None:
+        return False
+    remove_row(conn, *row)
+    return True
+
+
+def _tag_filter(tags: Sequence[str]) -> tuple[str, list[Any]]:
+    if not tags:
+        return "", []
+    marks = ", ".join("?" * len(tags))
+    return (f" AND rowid IN (SELECT memory FROM memory_tags WHERE tag IN ({marks}) GROUP BY memory "
+            f"HAVING count(*) = ?)", [*tags, len(tags)])
+
+
+def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
+    words = scoring.query_words(spec.query)
+    rows = conn.execute("SELECT value FROM counters WHERE name = 'fts_rows'").fetchone()[0]
+    hits = [conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                         (scoring.phrase(w),)).fetchone()[0] for w in words]
+    live = scoring.words_to_match(words, hits, rows, spec.threshold)
+    ideal = scoring.ideal_score(rows, hits)
+    tag_sql, tag_args = _tag_filter(sorted(set(spec.tags)))
+    lexical_only = spec.mode == "lexical"
+    cut = scoring.bm25_cut(spec.threshold, ideal) * (1 - 1e-9) if lexical_only else 0.0
+    found: list[tuple[int, float, int]] = []
+    for layer, key in spec.scopes:
+        scope = scope_id(conn, layer, key, create=False)
+        if scope is None:
+            continue
+        lo, hi = scope << SCOPE_SHIFT, (scope << SCOPE_SHIFT) | SCOPE_SPAN
+        lexical: dict[int, float] = {}
+        if live and spec.mode != "semantic":
+            for rowid, bm25 in conn.execute(
+                    "SELECT rowid, -bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ? AND rowid BETWEEN ? "
+                    f"AND ? AND bm25(memory_fts) <= ?{tag_sql}", (scoring.match_expression(live), lo, hi, -cut,
+                                                                   *tag_args)):
+                lexical[rowid] = scoring.lexical_score(bm25, ideal)
+        semantic: dict[int, float] = {}
+        if spec.query_vector is not None and not lexical_only:
+            for rowid, blob in conn.execute("SELECT rowid, embedding FROM memories WHERE rowid BETWEEN ? AND ? AND "
+                                            f"embedding IS NOT NULL AND orphaned = 0{tag_sql}", (lo, hi, *tag_args)):
+                semantic[rowid] = scoring.cosine(spec.query_vector, emb.unpack(blob))
+        for rowid in lexical.keys() | semantic.keys():
+            score = scoring.fuse(spec.mode, lexical.get(rowid, 0.0), semantic.get(rowid, 0.0))
+            if score >= spec.threshold and score > 0.0:
+                found.append((PRECEDENCE[layer], -score, -rowid))
+    found.sort()
+    chosen = [-r for _, _, r in found[:spec.limit]]
+    by_row = {r[0]: r for r in conn.execute(
+        f"SELECT rowid, id, content, layer, tags FROM memories WHERE rowid IN ({', '.join('?' * len(chosen))})",
+        chosen)} if chosen else {}
+    results = [SearchHit(memory_id=by_row[-r][1], content=by_row[-r][2], layer=by_row[-r][3], score=-s,
+                         tags=msgspec.json.decode(by_row[-r][4])) for _, s, r in found[:spec.limit]]
+    return MemorySearchOut(results=results, total_count=len(found),
+                           searched_layers=list(dict.fromkeys(layer for layer, _ in spec.scopes)))
+
+
+# ---------------------------------------------------------------------- sync state (worker threads only)
+
+
+class SyncConflict(Exception):
+    pass
+
+
+def load_sync(conn: sqlite3.Connection) -> SyncRecord:
+    revision, commit, at, stats, result, failures = conn.execute(
+        "SELECT revision, last_commit, last_sync_at, stats, last_result, failures FROM sync_state").fetchone()
+    items = {i: plans.Stored(i, p, h) for i, p, h in conn.execute("SELECT id, path, hash FROM knowledge_items")}
+    return SyncRecord(revision, commit, at, msgspec.json.decode(stats, type=SyncStats),
+                      msgspec.json.decode(result or "{}"), msgspec.json.decode(failures, type=list[Problem]), items)
+
+
+def apply_sync(conn: sqlite3.Connection, job: SyncApply) -> dict[str, Any]:
+    """Write the plan's pointers, orphans and the new sync state; returns the manifest entries."""
+    record = load_sync_header(conn)
+    if record[0] != job.base_revision:
+        raise SyncConflict("another sync finished first; run sync_now again")
+    stamp = now_iso()
+    for item, digest in job.plan.upserts:
+        _upsert_pointer(conn, item, job.company_id, stamp)
+        conn.execute("INSERT OR REPLACE INTO knowledge_items (id, path, hash, entry) VALUES (?, ?, ?, ?)",
+                     (item.id, item.path, digest, _json(plans.manifest_entry(item))))
+    for item_id in job.plan.orphans:
+        row = conn.execute("SELECT rowid, content, orphaned, metadata FROM memories WHERE knowledge_id = ?",
+                           (item_id,)).fetchone()
+        if row is not None and not row[2]:
+            _unindex(conn, row[0], row[1])
+            meta = msgspec.json.decode(row[3])
+            meta.setdefault("knowledgePointer", {})["isOrphaned"] = True
+            conn.execute("UPDATE memories SET orphaned = 1, metadata = ?, updated_at = ? WHERE rowid = ?",
+                         (_json(meta), stamp, row[0]))
+        conn.execute("DELETE FROM knowledge_items WHERE id = ?", (item_id,))
+    p = job.plan
+    stats = msgspec.json.decode(record[1], type=SyncStats)
+    stats.avg_sync_duration_ms = (stats.avg_sync_duration_ms * stats.total_syncs + job.duration_ms) / (
+        stats.total_syncs + 1)
+    stats.total_syncs += 1
+    stats.total_items_synced += p.added + p.updated
+    result = {"added": p.added, "updated": p.updated, "deleted": p.deleted, "unchanged": p.unchanged}
+    conn.execute("UPDATE sync_state SET revision = revision + 1, last_commit = ?, last_sync_at = ?, stats = ?, "
+                 "last_result = ?, failures = ?", (job.commit, stamp, _json(stats), _json(result),
+                                                   _json(p.failures)))
+    return {i: msgspec.json.decode(e) for i, e in conn.execute("SELECT id, entry FROM knowledge_items")}
+
+
+def load_sync_header(conn: sqlite3.Connection) -> tuple[int, str]:
+    row = conn.execute("SELECT revision, stats FROM sync_state").fetchone()
+    return int(row[0]), str(row[1])
+
+
+def _upsert_pointer(conn: sqlite3.Connection, item: Item, company_id: str, stamp: str) -> None:
+    idents = plans.pointer_identifiers(item, company_id)
+    layer = plans.pointer_layer(item)
+    row = conn.execute("SELECT rowid, content, orphaned, id, created_at FROM memories WHERE knowledge_id = ?",
+                       (item.id,)).fetchone()
+    if row is not None:
+        remove_row(conn, row[0], row[1], row[2])
+    insert_memory(conn, NewMemory(
+        content=plans.pointer_content(item), layer=layer,
+        scope_key=scope_key(layer, msgspec.convert(idents, Identifiers)), identifiers=idents, tags=item.tags,
+        metadata=plans.pointer_metadata(item, stamp), knowledge_id=item.id,
+        memory_id=row[3] if row else None, created_at=row[4] if row else None))
+
+
+# ---------------------------------------------------------------------- the actor
+
+
+@dataclass(frozen=True)
+class Write:
+    fn: Callable[[sqlite3.Connection], Any]
+
+
+@dataclass(frozen=True)
+class Read:
+    fn: Callable[[sqlite3.Connection], Any]
+
+
+class RepoMissing(Exception):
+    pass
+
+
+class GitFailed(Exception):
+    def __init__(self, args: Sequence[str], stderr: bytes) -> None:
+        super().__init__(f"git {' '.join(args)} failed: {stderr.decode('utf-8', 'replace').strip()[:500]}")
+
+
+class MemoryStoreActor:
+    """Args:
+        db_path: the SQLite file (created with its directory).
+        knowledge_root: the knowledge repository (or a folder inside a git repository).
+        embeddings: an OpenAI-compatible endpoint for semantic scores, or None.
+        git: the git executable.
+    """
+
+    def __init__(self, db_path: Path, knowledge_root: Path, *, embeddings: EmbeddingsEndpoint | None = None,
+                 git: str = "git", readers: int = READERS) -> None:
+        self.db_path = db_path
+        self.knowledge_root = knowledge_root
+        self.embeddings = embeddings
+        self.git_exe = git
+        self.readers = readers
+        # Callers wait for their answer, so the queue holds about one letter per request in flight;
+        # 256 lets a burst of adds queue up (and be group-committed) without blocking the senders.
+        self.mailbox: Mailbox[Read | Write] = Mailbox("memory-store", 256)
+        self.commits = 0
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._ready = trio.Event()
+        self._failure: BaseException | None = None
+        self._sync_lock = trio.Lock()
+        self._snapshot_lock = trio.Lock()
+        self._snapshot: Snapshot | None = None
+        self._parsed: dict[tuple[str, str], Item | Problem] = {}  # (path, blob id) -> parse result
+        self._http: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Open the database (migrating it), then serve the mailbox until cancelled."""
+        self._token = trio.lowlevel.current_trio_token()
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        writer = await trio.to_thread.run_sync(lambda: connect(self.db_path, writer=True))
+        conns = [writer]
+        try:
+            pool_send, pool_recv = trio.open_memory_channel[sqlite3.Connection](self.readers)
+            for _ in range(self.readers):
+                conn = await trio.to_thread.run_sync(lambda: connect(self.db_path, writer=False))
+                conns.append(conn)
+                pool_send.send_nowait(conn)
+            # The writer drains what is queued into one transaction; 256 matches the mailbox.
+            write_send, write_recv = trio.open_memory_channel[Letter[Read | Write]](256)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop, writer, write_recv)
+                task_status.started()
+                self._ready.set()
+                async for letter in self.mailbox:
+                    if isinstance(letter.body, Write):
+                        await write_send.send(letter)
+                    else:
+                        nursery.start_soon(self._read, letter, pool_send, pool_recv)
+        finally:
+            with trio.CancelScope(shield=True):
+                if self._http is not None:
+                    await self._http.aclose()
+                    self._http = None
+                await trio.to_thread.run_sync(_close_all, conns)
+
+    async def ensure_started(self) -> None:
+        """Start the actor as a system task of this trio run unless it already runs here.
+
+        Raises:
+            ToolError: the database could not be opened.
+        """
+        token = trio.lowlevel.current_trio_token()
+        if self._token is not token:
+            self._token, self._ready, self._failure = token, trio.Event(), None
+            self.mailbox = Mailbox("memory-store", 256)
+            trio.lowlevel.spawn_system_task(self._run_detached)
+        await self._ready.wait()
+        if self._failure is not None:
+            raise ToolError("INTERNAL", f"the memory database {self.db_path} cannot be opened: {self._failure}")
+
+    async def _run_detached(self) -> None:
+        try:
+            await self.run()
+        except Exception as exc:  # a system task must not raise; the next call tries again
+            log.error("memory store stopped", error=f"{type(exc).__name__}: {exc}", db=str(self.db_path))
+            self._failure, self._token = exc, None
+            self._ready.set()
+
+    async def _read(self, letter: Letter[Read | Write], pool_send: trio.MemorySendChannel[sqlite3.Connection],
+                    pool_recv: trio.MemoryReceiveChannel[sqlite3.Connection]) -> None:
+        with letter:
+            conn = await pool_recv.receive()
+            try:
+                result = await trio.to_thread.run_sync(_in_read_tx, conn, letter.body.fn)
+            except Exception as exc:
+                letter.fail(exc)
+            else:
+                letter.reply(result)
+            finally:
+                pool_send.send_nowait(conn)
+
+    async def _write_loop(self, conn: sqlite3.Connection,
+                          inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
+        async for first in inbox:
+            batch = [first]
+            while len(batch) < 256:
+                try:
+                    batch.append(inbox.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            results = await trio.to_thread.run_sync(_group_commit, conn, [ltr.body.fn for ltr in batch])
+            self.commits += 1
+            for ltr, res in zip(batch, results, strict=True):
+                with ltr:
+                    if isinstance(res, outcome.Error):
+                        ltr.fail(res.error)
+                    else:
+                        ltr.reply(res.unwrap())
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        await self.ensure_started()
+        result: T = await self.mailbox.call(Read(fn), CALL_TIMEOUT)
+        return result
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` in a write transaction; returns once that transaction is committed."""
+        await self.ensure_started()
+        result: T = await self.mailbox.call(Write(fn), CALL_TIMEOUT)
+        return result
+
+    # ------------------------------------------------------------------ embeddings
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors from the embeddings endpoint.
+
+        Raises:
+            RateLimited: a 429 (with Retry-After). ProviderError: a transient failure.
+            ToolError: PROVIDER_ERROR, not retryable: the endpoint refused or answered nonsense.
+        """
+        import httpx
+
+        assert self.embeddings is not None
+        cfg = self.embeddings
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=cfg.timeout)
+        headers = {"content-type": "application/json"}
+        if cfg.api_key:
+            headers["authorization"] = f"Bearer {cfg.api_key}"
+        try:
+            reply = await self._http.post(cfg.url.rstrip("/") + "/embeddings", headers=headers,
+                                          content=emb.request_body(cfg.model, texts))
+        except httpx.HTTPError as err:
+            raise ProviderError(f"the embeddings endpoint is unreachable: {type(err).__name__}: {err}",
+                                {"url": cfg.url}) from None
+        failure: emb.Failure | list[list[float]]
+        if reply.status_code >= 400:
+            failure = emb.classify(reply.status_code, reply.headers, reply.content, time.time())
+        else:
+            failure = emb.parse_reply(reply.content, len(texts))
+        if not isinstance(failure, emb.Failure):
+            return failure
+        details = {"url": cfg.url, "status": failure.status}
+        if failure.kind == "rate_limited":
+            raise RateLimited(failure.message, failure.retry_after, details)
+        if failure.kind == "transient":
+            raise ProviderError(failure.message, details)
+        raise ToolError("PROVIDER_ERROR", failure.message, details, retryable=False)
+
+    # ------------------------------------------------------------------ the knowledge repository
+
+    async def git(self, *args: str, stdin: bytes | None = None) -> bytes:
+        """Run git in the knowledge folder; its stdout. Raises GitFailed, or RepoMissing if there is no folder."""
+        if not self.knowledge_root.is_dir():
+            raise RepoMissing(f"the knowledge repository {self.knowledge_root} does not exist")
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
+        try:
+            done = await trio.run_process([self.git_exe, *args], cwd=self.knowledge_root, stdin=stdin,
+                                          capture_stdout=True, capture_stderr=True, check=False, env=env)
+        except FileNotFoundError:
+            raise ToolError("PROVIDER_ERROR", f"git ({self.git_exe}) is not installed", retryable=False) from None
+        if done.returncode != 0:
+            raise GitFailed(args, done.stderr)
+        return bytes(done.stdout)
+
+    async def head(self) -> tuple[str | None, str | None]:
+        """The HEAD commit and the tree of the knowledge folder in it; (None, None) before the first commit."""
+        try:
+            out = await self.git("rev-parse", "HEAD", "HEAD:./")
+        except GitFailed:
+            try:
+                await self.git("rev-parse", "--show-prefix")
+            except GitFailed as err:
+                raise RepoMissing(f"{self.knowledge_root} is not in a git repository ({err})") from None
+            try:
+                commit = (await self.git("rev-parse", "--verify", "-q", "HEAD")).decode().strip()
+            except GitFailed:
+                return None, None
+            return commit, None  # the folder has no committed files yet
+        commit, tree = out.decode().split()
+        return commit, tree
+
+    async def listing(self, commit: str | None) -> dict[str, str]:
+        return gitout.ls_tree(await self.git("ls-tree", "-r", "-z", commit, "--", ".")) if commit else {}
+
+    async def parse(self, listing: dict[str, str], paths: Sequence[str]) -> dict[str, Item | Problem]:
+        """Parse the items at `paths`, reading only (path, blob) pairs not parsed before."""
+        known = self._parsed  # a concurrent snapshot may replace the cache; this call keeps its view
+        wanted = sorted({(p, listing[p]) for p in paths} - known.keys())
+        fresh: dict[tuple[str, str], Item | Problem] = {}
+        if wanted:
+            ids = sorted({b for _, b in wanted})
+            blobs = gitout.cat_file_batch(await self.git("cat-file", "--batch", stdin="\n".join(ids).encode()))
+            parsed = await trio.to_thread.run_sync(
+                lambda: [parse_or_problem(p, blobs.get(b, b"")) for p, b in wanted])
+            fresh = dict(zip(wanted, parsed, strict=True))
+            self._parsed.update(fresh)
+        return {p: fresh[k] if k in fresh else known[k] for p in paths for k in [(p, listing[p])]}
+
+    async def snapshot(self) -> Snapshot:
+        """The committed items (cached per tree); duplicate ids after the first are problems."""
+        async with self._snapshot_lock:
+            commit, tree = await self.head()
+            if self._snapshot is not None and self._snapshot.tree == tree and self._snapshot.commit is not None:
+                if self._snapshot.commit != commit:
+                    self._snapshot.commit = commit
+                return self._snapshot
+            listing = await self.listing(commit if tree else None)
+            paths = sorted(p for p in listing if item_scope(p) is not None)
+            parsed = await self.parse(listing, paths)
+            snap = Snapshot(commit, tree)
+            for path in paths:
+                result = parsed[path]
+                if isinstance(result, Problem):
+                    snap.problems.append(result)
+                elif result.id in snap.items:
+                    snap.problems.append(Problem(file=path, error=f"duplicate id '{result.id}': "
+                                                                  f"{snap.items[result.id].path} has it too"))
+                else:
+                    snap.items[result.id] = result
+            live = set(listing.items())
+            self._parsed = {k: r for k, r in self._parsed.items() if k in live}
+            self._snapshot = snap
+            return snap
+
+    async def history(self, path: str) -> list[HistoryEntry]:
+        return gitout.log(await self.git("log", "--follow", f"--format={gitout.LOG_FORMAT}", "--", path))
+
+    async def changed_since(self, base: str, commit: str) -> set[str] | None:
+        """Paths changed between two commits, or None when `base` is unknown here (history rewritten)."""
+        try:
+            await self.git("cat-file", "-e", f"{base}^{{commit}}")
+        except GitFailed:
+            return None
+        return gitout.name_status(await self.git("diff", "--name-status", "-z", "--no-renames", "--relative",
+                                                 base, commit))
+
+    async def sync(self, *, force: bool, company_id: str) -> tuple[plans.Plan, str | None, float, dict[str, Any]]:
+        """One sync: plan from git, apply in one transaction. Returns the plan, the commit synced,
+        the milliseconds taken and the new manifest (for the caller to write where it belongs)."""
+        async with self._sync_lock:
+            started = time.perf_counter()
+            record = await self.read(load_sync)
+            commit, tree = await self.head()
+            listing = await self.listing(commit if tree else None)
+            changed = None
+            if not force and record.last_commit and commit:
+                changed = await self.changed_since(record.last_commit, commit)
+            examine = plans.to_examine(listing, changed, [f.file for f in record.failures])
+            parsed = await self.parse(listing, examine)
+            examined = {p: (parsed[p], plans.sync_hash(p, listing[p].encode())) for p in examine}
+            plan = plans.plan(record.items, listing, examined, force=force)
+            job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000)
+            try:
+                entries = await self.write(lambda conn: apply_sync(conn, job))
+            except SyncConflict as err:
+                raise ToolError("CONFLICT", str(err)) from None
+            return plan, commit, (time.perf_counter() - started) * 1000, plans.manifest(entries, commit, now_iso())
+
+    async def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """Write `manifest.json` into the knowledge folder (atomically, and only when it changed)."""
+        path = self.knowledge_root / plans.MANIFEST
+
+        def write() -> None:
+            try:
+                old: bytes | None = path.read_bytes()
+            except FileNotFoundError:
+                old = None
+            data = plans.manifest_bytes(manifest, old)
+            if data is not None:
+                atomic_write(path, data)
+
+        await trio.to_thread.run_sync(write)
+
+
+def _close_all(conns: Sequence[sqlite3.Connection]) -> None:
+    for conn in conns:
+        conn.close()
+
+
+def _in_read_tx(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    conn.execute("BEGIN")  # one consistent snapshot for every statement of the read
+    try:
+        return fn(conn)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _group_commit(conn: sqlite3.Connection, fns: Sequence[Callable[[sqlite3.Connection], Any]]) -> list[Any]:
+    """Run `fns` in one transaction, each in a savepoint; one commit (one fsync) for all of them."""
+    results: list[Any] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for fn in fns:
+            conn.execute("SAVEPOINT op")
+            try:
+                results.append(outcome.Value(fn(conn)))
+                conn.execute("RELEASE op")
+            except Exception as exc:
+                conn.execute("ROLLBACK TO op")
+                conn.execute("RELEASE op")
+                results.append(outcome.Error(exc))
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(exc, Exception):
+            return [outcome.Error(exc)] * len(fns)
+        raise
+    return results
+

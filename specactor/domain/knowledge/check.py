@@ -1,0 +1,270 @@
+"""Constraint evaluation: files and dependencies in, violations with locations out.
+
+Each target reads a set of *things*; `appliesTo` globs first narrow the files (every file when
+absent). A constraint whose input was not supplied (no `dependencies`, no applicable file) is
+not evaluated.
+
+| target | things | a thing matches when |
+|---|---|---|
+| file | the applicable paths | the glob `pattern` matches the path |
+| code | the applicable files | the regex finds a match in the content (each match has a line) |
+| config | applicable .json/.yaml/.yml/.toml/.ini/.cfg/.conf/.env/.properties files | as code |
+| import | imports in the applicable files (Python, JS/TS, Go, Rust, Java, C) | the regex matches the whole name |
+| dependency | the dependencies' names | the regex matches the whole name |
+
+| operator | violated when | one violation per |
+|---|---|---|
+| must_use, must_exist | no thing matches | constraint |
+| must_not_use, must_not_exist, must_not_match | a thing matches | match (with its file and line) |
+| must_match | a thing does not match | thing |
+
+Regexes use Python syntax with `re.MULTILINE`. `passed` is false exactly when some violation has
+severity block; `summary` counts every violation found, `minSeverity` only filters the list.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Final
+
+from specactor.domain.knowledge.api import (
+    SEVERITY_RANK,
+    Constraint,
+    Item,
+    Location,
+    Severity,
+    SeverityCounts,
+    ViolatedConstraint,
+    Violation,
+)
+from specactor.domain.knowledge.globs import matcher, normalise
+
+CONFIG_SUFFIXES: Final = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env",
+                                    ".properties"})
+_IMPORT: Final = re.compile(
+    r"""(?:
+        from[ \t]+(?P<py_from>[\w.]+)[ \t]+import\b                            # python
+      | import[ \t]+(?P<py>[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)[ \t]*(?:\#.*)?$      # python, bare
+      | import[ \t]+(?P<java>(?:static[ \t]+)?[\w.]+(?:\.\*)?)[ \t]*;            # java
+      | (?:import|export)\b[^'"]*?\bfrom[ \t]*['"](?P<js_from>[^'"]+)['"]        # js/ts
+      | import[ \t]*['"](?P<js>[^'"]+)['"]                                      # js side effect, go
+      | import[ \t]+\w+[ \t]+['"](?P<go_alias>[^'"]+)['"]                        # go alias
+      | use[ \t]+(?P<rust>[\w:]+)                                               # rust
+      | \#[ \t]*include[ \t]*[<"](?P<c>[^>"]+)[>"]                              # c
+    )""", re.VERBOSE)
+_GROUPS: Final = ("py_from", "py", "java", "js_from", "js", "go_alias", "rust", "c")
+_STARTS: Final = ("import", "from", "export", "use ", "#")
+_REQUIRE: Final = re.compile(r"""\b(?:require|import)\(\s*['"]([^'"\n]+)['"]\s*\)""")
+_GO_LINE: Final = re.compile(r"""(?:[\w.]+[ \t]+)?"([^"]+)"[ \t]*$""")
+
+
+def extract_imports(content: str) -> list[tuple[str, int]]:
+    """(module, line) for each import a line states, in Python, JS/TS, Go, Rust, Java or C."""
+    found: set[tuple[str, int]] = set()
+    in_go_block = False
+    for number, line in enumerate(content.split("\n"), start=1):
+        text = line.strip()
+        if in_go_block:
+            in_go_block = text != ")"
+            m = _GO_LINE.match(text)
+            if in_go_block and m:
+                found.add((m.group(1), number))
+            continue
+        if text.startswith(_STARTS):
+            if text.startswith("import (") or text == "import(":
+                in_go_block = True
+                continue
+            m = _IMPORT.match(text)
+            if m:
+                for name in (m.group(g) for g in _GROUPS):
+                    if name:
+                        found.update((part.strip().removeprefix("static").strip(), number)
+                                     for part in name.split(","))
+        if "require(" in line or "import(" in line:
+            found.update((m.group(1), number) for m in _REQUIRE.finditer(line))
+    return sorted(found, key=lambda x: (x[1], x[0]))
+
+
+def _top_level_bar(pattern: str) -> bool:
+    depth, i, in_class = 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+@lru_cache(maxsize=4096)
+def required_literal(pattern: str) -> str | None:
+    """Text every match of `pattern` starts with (after `^`/`\\b` anchors), when it is easy to see.
+
+    Checking `literal in content` first (a fast substring search) spares the regex engine most files.
+    """
+    if _top_level_bar(pattern):
+        return None
+    i, out = 0, []
+    while pattern.startswith(("^", "\\b", "\\A"), i):
+        i += 1 if pattern[i] == "^" else 2
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+            lit, step = pattern[i + 1], 2
+        elif c in ".^$*+?{}[]|()\\":
+            break
+        else:
+            lit, step = c, 1
+        after = pattern[i + step:i + step + 1]
+        if after and after in "*?{":
+            break
+        out.append(lit)
+        i += step
+        if after == "+":
+            break
+    text = "".join(out)
+    return text if len(text) >= 2 else None
+
+
+@dataclass
+class Source:
+    """One file under check, with what is computed about it once and reused by every constraint."""
+
+    path: str
+    content: str
+    _lines: list[int] | None = None
+    _imports: list[tuple[str, int]] | None = None
+
+    def __post_init__(self) -> None:
+        name = self.path.rpartition("/")[2]
+        suffix = name[name.rfind("."):].lower() if "." in name[1:] else ""
+        self.is_config = suffix in CONFIG_SUFFIXES or name.startswith(".env")
+
+    def line_of(self, offset: int) -> int:
+        if self._lines is None:
+            self._lines = [m.start() for m in re.finditer("\n", self.content)]
+        return bisect.bisect_left(self._lines, offset) + 1
+
+    def imports(self) -> list[tuple[str, int]]:
+        if self._imports is None:
+            self._imports = extract_imports(self.content)
+        return self._imports
+
+
+@dataclass
+class Workspace:
+    """The input of one check: files (or None) and dependencies (or None), with per-glob caches."""
+
+    files: list[Source] | None
+    dependencies: list[tuple[str, str | None]] | None
+    _applicable: dict[tuple[str, ...], list[Source]] = field(default_factory=dict)
+
+    def applicable(self, applies_to: Sequence[str] | None) -> list[Source]:
+        if not self.files:
+            return []
+        key = tuple(applies_to or ())
+        if key not in self._applicable:
+            if not key:
+                self._applicable[key] = self.files
+            else:
+                tests = [matcher(g) for g in key]
+                self._applicable[key] = [f for f in self.files if any(test(f.path) for test in tests)]
+        return self._applicable[key]
+
+
+# A match: where it is (file and line, or neither for a dependency) and what matched.
+Hit = tuple[Location | None, str]
+
+
+def _things(c: Constraint, ws: Workspace) -> tuple[bool, Iterator[tuple[Location | None, str, list[Hit]]]]:
+    """Whether the constraint's input was supplied, and each thing with the hits the pattern has in it."""
+    if c.target == "dependency":
+        if ws.dependencies is None:
+            return False, iter(())
+        rx = re.compile(c.pattern, re.MULTILINE)
+        return True, ((None, name, [(None, name)] if rx.fullmatch(name) else []) for name, _ in ws.dependencies)
+    files = ws.applicable(c.applies_to)
+    if not files:
+        return False, iter(())
+    if c.target == "file":
+        test = matcher(c.pattern)
+        return True, ((Location(file=f.path), f.path, [(Location(file=f.path), f.path)] if test(f.path) else [])
+                      for f in files)
+    rx = re.compile(c.pattern, re.MULTILINE)
+    if c.target == "import":
+        return True, ((Location(file=f.path, line=line), name,
+                       [(Location(file=f.path, line=line), name)] if rx.fullmatch(name) else [])
+                      for f in files for name, line in f.imports())
+    chosen = [f for f in files if f.is_config] if c.target == "config" else files
+    return bool(chosen), ((Location(file=f.path), f.path, _content_hits(rx, f)) for f in chosen)
+
+
+def _content_hits(rx: re.Pattern[str], f: Source) -> list[Hit]:
+    literal = required_literal(rx.pattern)
+    if (literal is not None and literal not in f.content) or rx.search(f.content) is None:
+        return []  # the common case: no match, and no line numbers needed
+    hits: list[Hit] = []
+    seen: set[int] = set()
+    for m in rx.finditer(f.content):
+        line = f.line_of(m.start())
+        if line not in seen:
+            seen.add(line)
+            hits.append((Location(file=f.path, line=line), m.group(0)[:200]))
+    return hits
+
+
+def _describe(c: Constraint, what: str) -> str:
+    return f"{c.operator} {c.target} '{c.pattern}': {what}"
+
+
+def evaluate(item: Item, c: Constraint, ws: Workspace) -> Iterator[tuple[Location | None, str]]:
+    """The violations of one constraint: (location, message) pairs."""
+    supplied, things = _things(c, ws)
+    if not supplied:
+        return
+    if c.operator in ("must_use", "must_exist"):
+        if not any(hits for _, _, hits in things):
+            yield None, c.message or _describe(c, "nothing matches")
+    elif c.operator == "must_match":
+        for where, name, hits in things:
+            if not hits:
+                yield where, c.message or _describe(c, f"'{name}' does not match")
+    else:
+        for _, _, hits in things:
+            for where, text in hits:
+                yield where, c.message or _describe(c, f"found '{text}'")
+
+
+def check(items: Iterable[Item], files: Sequence[tuple[str, str]] | None,
+          dependencies: Sequence[tuple[str, str | None]] | None,
+          min_severity: Severity = "warn") -> tuple[bool, list[Violation], SeverityCounts]:
+    """Evaluate every constraint of `items`; returns (passed, reported violations, counts of all)."""
+    ws = Workspace([Source(normalise(p), c) for p, c in files] if files is not None else None,
+                   list(dependencies) if dependencies is not None else None)
+    floor = SEVERITY_RANK[min_severity]
+    counts = SeverityCounts()
+    reported: list[Violation] = []
+    for item in items:
+        for c in item.constraints or ():
+            for location, message in evaluate(item, c, ws):
+                setattr(counts, c.severity, getattr(counts, c.severity) + 1)
+                if SEVERITY_RANK[c.severity] >= floor:
+                    reported.append(Violation(
+                        knowledge_item_id=item.id, knowledge_item_title=item.title,
+                        constraint=ViolatedConstraint(operator=c.operator, target=c.target, pattern=c.pattern),
+                        severity=c.severity, message=message, location=location))
+    return counts.block == 0, reported, counts

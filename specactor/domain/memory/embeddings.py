@@ -1,0 +1,93 @@
+"""The OpenAI-compatible `/v1/embeddings` exchange, pure: the request, the reply, what a failure means.
+
+The actor does the HTTP; this module decides. A 429 is *rate limited* (wait `Retry-After`
+seconds, given as seconds or an HTTP date); 408, 5xx and transport errors are *transient*
+(retried with backoff); any other status, or a reply we cannot read, is *fatal*.
+"""
+
+from __future__ import annotations
+
+import array
+import email.utils
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import msgspec
+
+DEFAULT_RETRY_AFTER: Final = 1.0
+Kind = Literal["rate_limited", "transient", "fatal"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: Kind
+    message: str
+    status: int | None = None
+    retry_after: float = 0.0
+
+
+class _Datum(msgspec.Struct):
+    embedding: list[float]
+    index: int = 0
+
+
+class _Reply(msgspec.Struct):
+    data: list[_Datum]
+
+
+def request_body(model: str, texts: Sequence[str]) -> bytes:
+    return msgspec.json.encode({"model": model, "input": list(texts)})
+
+
+def parse_reply(body: bytes, expected: int) -> list[list[float]] | Failure:
+    """The vectors in input order, or a fatal Failure naming what was wrong with the reply."""
+    try:
+        reply = msgspec.json.decode(body, type=_Reply)
+    except msgspec.DecodeError as err:
+        return Failure("fatal", f"the embeddings endpoint sent an unreadable reply: {err}")
+    vectors = [d.embedding for d in sorted(reply.data, key=lambda d: d.index)]
+    if len(vectors) != expected or any(not v or not all(math.isfinite(x) for x in v) for v in vectors):
+        return Failure("fatal", f"the embeddings endpoint sent {len(vectors)} usable vectors for {expected} inputs")
+    return vectors
+
+
+def retry_after(headers: Mapping[str, str], now: float) -> float:
+    """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP-date); 1 s when absent."""
+    raw = headers.get("retry-after")
+    if raw is None:
+        return DEFAULT_RETRY_AFTER
+    raw = raw.strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return DEFAULT_RETRY_AFTER
+    return max(0.0, when.timestamp() - now)
+
+
+def classify(status: int, headers: Mapping[str, str], body: bytes, now: float) -> Failure:
+    """What an HTTP error status means for the caller."""
+    snippet = body[:200].decode("utf-8", "replace")
+    if status == 429:
+        return Failure("rate_limited", "the embeddings endpoint is rate limiting us", status,
+                       retry_after(headers, now))
+    if status == 408 or status >= 500:
+        return Failure("transient", f"the embeddings endpoint failed with HTTP {status}: {snippet}", status)
+    return Failure("fatal", f"the embeddings endpoint refused the request with HTTP {status}: {snippet}", status)
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    """A unit-length float32 blob (so that cosine similarity is a dot product)."""
+    norm = math.sqrt(math.fsum(x * x for x in vector)) or 1.0
+    return array.array("f", (x / norm for x in vector)).tobytes()
+
+
+def unpack(blob: bytes) -> array.array[float]:
+    out = array.array("f")
+    out.frombytes(blob)
+    return out

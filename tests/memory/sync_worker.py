@@ -1,0 +1,42 @@
+"""A process that syncs and kills itself with SIGKILL in the middle of writing the pointers.
+
+    python -m tests.memory.sync_worker DB KNOWLEDGE N    # die after N pointer writes
+
+It prints `writing` before the first write, so a test can tell the kill came mid-transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from specactor.actors import memory_store
+
+
+def main() -> None:
+    db, knowledge, limit = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+    real = memory_store._upsert_pointer
+    written = [0]
+
+    def dying(conn: sqlite3.Connection, *args: Any) -> None:
+        if written[0] == 0:
+            print("writing", flush=True)
+        if written[0] == limit:
+            os.kill(os.getpid(), signal.SIGKILL)
+        written[0] += 1
+        real(conn, *args)
+
+    memory_store._upsert_pointer = dying  # type: ignore[assignment]
+    actor = memory_store.MemoryStoreActor(db, knowledge)
+    trio.run(lambda: actor.sync(force=False, company_id="default"))
+    print("finished", flush=True)
+
+
+if __name__ == "__main__":
+    main()
