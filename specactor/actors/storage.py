@@ -225,6 +225,12 @@ class StorageActor:
                 else:
                     letter.reply(result)
 
+    def transact_blocking(self, fn: Callable[[Tx], T]) -> T:
+        """`transact` for code already on a worker thread (or a storage rooted elsewhere that no
+        actor task serves): the same lock, the same atomic commit, in the calling thread."""
+        result: T = self._run_tx(fn)
+        return result
+
     def _run_tx(self, fn: Callable[[Tx], Any]) -> Any:
         with self._locked():
             tx = Tx(self.root)

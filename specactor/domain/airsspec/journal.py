@@ -1,0 +1,57 @@
+"""The change journal: a generation number and the spec ids the last writes touched.
+
+Every write transaction (in any process) advances it under the workspace lock, so a reader that
+remembers the generation it last saw learns which specs to re-read from one small file instead
+of statting every spec. A reader too far behind (or a journal that is missing or unreadable)
+falls back to a full scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+import msgspec
+import toons
+
+KEEP: Final = 256  # changes remembered; a reader more than this many writes behind rescans
+
+
+class Change(msgspec.Struct, frozen=True):
+    generation: int
+    spec_id: str
+
+
+class Journal(msgspec.Struct, frozen=True):
+    generation: int = 0
+    changes: tuple[Change, ...] = ()
+
+    def advance(self, spec_ids: Iterable[str]) -> Journal:
+        generation = self.generation + 1
+        changes = (*self.changes, *(Change(generation, s) for s in dict.fromkeys(spec_ids)))
+        return Journal(generation, changes[-KEEP:])
+
+    def changed_since(self, seen: int) -> set[str] | None:
+        """The ids written after generation `seen`, or None when the journal cannot tell."""
+        if seen > self.generation:
+            return None
+        if seen == self.generation:
+            return set()
+        # the oldest generation kept may have lost some of its ids to the cut: trust only later ones
+        if not self.changes or self.changes[0].generation > seen:
+            return None
+        return {c.spec_id for c in self.changes if c.generation > seen}
+
+
+def render(journal: Journal) -> bytes:
+    return (str(toons.dumps(msgspec.to_builtins(journal))) + "\n").encode()
+
+
+def parse(data: bytes | None) -> Journal | None:
+    """The journal in `data`, or None when it is missing or unreadable (the reader then rescans)."""
+    if data is None:
+        return None
+    try:
+        return msgspec.convert(toons.loads(data.decode()), Journal)
+    except (UnicodeDecodeError, toons.ToonDecodeError, msgspec.ValidationError):
+        return None
