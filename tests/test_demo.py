@@ -12,4 +12,6 @@ def test_demo_drives_the_server_with_the_official_client_and_finishes() -> None:
     assert done.returncode == 0, done.stderr
     assert "initialize (the 2025-11-25 handshake)" in done.stdout
     assert "picks the 2026-07-28 era" in done.stdout
+    assert "dependency_not_satisfied" in done.stdout  # the AirsSpec story refuses the blocked build
+    assert '"deleted": true' in done.stdout  # and the memory story forgets what it remembered
     assert "demo finished" in done.stdout
