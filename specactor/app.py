@@ -26,7 +26,7 @@ from specactor.config import Config
 from specactor.logsetup import get_logger
 from specactor.protocol.registry import Registry
 from specactor.protocol.server import ServerCore
-from specactor.toolsets import Services, build_registry
+from specactor.toolsets import Services, register_toolsets, toolset_modules
 
 log = get_logger("specactor.app")
 
@@ -49,24 +49,43 @@ class App:
     storage: StorageActor
     dispatcher: Dispatcher
     supervisor: Supervisor
+    extra: Callable[[Registry, Services], None] | None = None
 
 
 def build(config: Config, extra: Callable[[Registry, Services], None] | None = None,
-          *, name: str = SERVER_NAME) -> App:
-    """Wire the actors, the registry and the core. `extra` registers more definitions (fixtures)."""
+          *, name: str = SERVER_NAME, defer: bool = False) -> App:
+    """Wire the actors, the registry and the core. `extra` registers more definitions (fixtures).
+
+    With `defer`, the toolsets are registered later by `register_deferred` (after the first
+    reply): `initialize` needs no registry, and importing the toolsets is most of start-up.
+    Until then the dispatcher holds back every request that needs the registry.
+    """
     runtime = TrioRuntime(config.worker_threads)
     metrics = MetricsActor()
     storage = StorageActor(config.root_path)
     session_log = SessionLogActor(config.session_log_dir, max_entry_bytes=config.session_log.max_entry_bytes)
     services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime)
-    registry = build_registry(services)
-    if extra is not None:
-        extra(registry, services)
+    registry = Registry(config.toolsets)
     core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,
                             request_timeout=config.request_timeout)
-    return App(config, services, registry, core, metrics, session_log, storage, dispatcher, Supervisor())
+    app = App(config, services, registry, core, metrics, session_log, storage, dispatcher, Supervisor(), extra)
+    if not defer:
+        register_toolsets(registry, services, toolset_modules(registry))
+        if extra is not None:
+            extra(registry, services)
+        dispatcher.registry_ready.set()
+    return app
+
+
+async def register_deferred(app: App) -> None:
+    """Register the toolsets of a deferred build: import on a worker thread, register here."""
+    modules = await trio.to_thread.run_sync(toolset_modules, app.registry)
+    register_toolsets(app.registry, app.services, modules)
+    if app.extra is not None:
+        app.extra(app.registry, app.services)
+    app.dispatcher.registry_ready.set()
 
 
 async def start_actors(app: App, nursery: trio.Nursery) -> None:
@@ -106,7 +125,8 @@ async def drain(app: App) -> None:
 
 
 async def announce(app: App, **fields: object) -> None:
-    """Log the start-up line once the first reply is out (or after a second of quiet).
+    """Log the start-up line once the first reply is out (or after a second of quiet), and the
+    toolsets of a deferred build are registered.
 
     structlog is imported meanwhile on a worker thread, so neither its import nor the line
     itself stands between a client and its first answer.
@@ -116,6 +136,7 @@ async def announce(app: App, **fields: object) -> None:
     with trio.move_on_after(1.0):
         await app.dispatcher.first_reply.wait()
     await trio.to_thread.run_sync(logsetup.preload)
+    await app.dispatcher.registry_ready.wait()
     log.info("specactor started", version=__version__, root=str(app.config.root_path), pid=os.getpid(),
              tools=len(app.registry.tools), toolsets=sorted(set(app.config.toolsets)), **fields)
 
@@ -134,7 +155,16 @@ async def serve_stdio(app: App, fds: StdioFds) -> int:
         await start_actors(app, root)
         await app.supervisor.start(root, ChildSpec("stdio", transport.run, restart="transient"))
 
-        notify_changes(app, root, lambda: [transport.conn] if transport.conn is not None else [])
+
+        async def finish_start() -> None:
+            if not app.dispatcher.registry_ready.is_set():
+                with trio.move_on_after(0.25):  # initialize first: it needs no toolset
+                    await app.dispatcher.first_reply.wait()
+                await register_deferred(app)
+            # Wired after the toolsets are in, so registering them is not announced as a change.
+            notify_changes(app, root, lambda: [transport.conn] if transport.conn is not None else [])
+
+        root.start_soon(finish_start)
         stop, reason = trio.Event(), ["stdin closed"]
         root.start_soon(_watch_signals, stop, reason)
 

@@ -80,7 +80,7 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
     from specactor import app as application
 
     kwargs = {"name": name} if name else {}
-    built = application.build(config, extra, **kwargs)
+    built = application.build(config, extra, defer=not http, **kwargs)
     try:
         if http:
             try:

@@ -50,6 +50,10 @@ class Job:
     at: float = 0.0
 
 
+# Methods answered from the core alone; every other one waits for the toolsets' registration.
+REGISTRY_FREE = frozenset({"initialize", "ping", "server/discover", "logging/setLevel"})
+
+
 def _error_code(msg: Incoming | None, reply: bytes) -> str | None:
     """The error a reply carries: the JSON-RPC code at its head (which the core writes, so it
     cannot be forged by data inside a result), or the tool envelope's code the core noted."""
@@ -86,6 +90,7 @@ class Dispatcher:
         self._outstanding = 0
         self._nursery: trio.Nursery | None = None
         self.first_reply = trio.Event()  # set once the first reply has gone out
+        self.registry_ready = trio.Event()  # set once the toolsets are registered (see app.build)
 
     # ------------------------------------------------------------------ called by transports
 
@@ -184,6 +189,8 @@ class Dispatcher:
 
     async def _request(self, conn: Connection, msg: Incoming, nursery: trio.Nursery) -> None:
         started = time.perf_counter()
+        if msg.method not in REGISTRY_FREE and not self.registry_ready.is_set():
+            await self.registry_ready.wait()  # in the transport's task, so arrival order holds
         refused = self.core.admit(msg, conn.session)
         if refused is not None:
             await self._reply(conn, msg, refused, started)
@@ -287,6 +294,7 @@ class Dispatcher:
     async def _batch_one(self, collector: _BatchConn, msg: Incoming) -> None:
         """One batch item: admitted, limited, timed and cancellable like a lone request."""
         started = time.perf_counter()
+        await self.registry_ready.wait()
         reply = self.core.admit(msg, collector.session)
         if reply is None and msg.method == "initialize":
             reply = error_response(msg.id, INVALID_REQUEST, "Invalid Request: initialize cannot be part of a batch")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
+from types import ModuleType
 
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
@@ -38,17 +39,30 @@ MODULES: dict[str, str] = {
 }
 
 
-def build_registry(services: Services) -> Registry:
-    registry = Registry(services.config.toolsets)
+def toolset_modules(registry: Registry) -> list[ModuleType]:
+    """Import the modules of the toolsets `registry` wants (a toolset not written yet is skipped).
+
+    Safe on a worker thread: it only imports; registering happens on the event loop.
+    """
+    modules = []
     for name, module_name in MODULES.items():
         if not registry.wants(name):
             continue
         try:
-            module = import_module(module_name)
+            modules.append(import_module(module_name))
         except ModuleNotFoundError as err:
             if err.name != module_name:
                 raise
-            continue
+    return modules
+
+
+def register_toolsets(registry: Registry, services: Services, modules: list[ModuleType]) -> None:
+    for module in modules:
         register: Callable[[Registry, Services], None] = module.register
         register(registry, services)
+
+
+def build_registry(services: Services) -> Registry:
+    registry = Registry(services.config.toolsets)
+    register_toolsets(registry, services, toolset_modules(registry))
     return registry
