@@ -1,0 +1,207 @@
+"""The OpenSpec toolset's file system: inotify-backed change detection, the OS reads the domain's
+cache validates, and the archive journal that makes an archive all or nothing.
+
+This is I/O, so it lives with the actors; the toolset glues it to the pure `domain/openspec`.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import json
+import os
+import stat as st
+import struct
+import time
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from specactor.actors.storage import atomic_write, fsync_dir, resolve_inside
+from specactor.domain.openspec.cache import Stat
+from specactor.domain.openspec.source import Entry, Unreadable
+
+if TYPE_CHECKING:
+    pass
+
+
+JOURNAL = ".specactor/openspec-archive.journal"  # relative to the project root
+
+
+class Inotify:
+    """Linux inotify through libc: `watch` directories, `drain` what changed (non-blocking).
+
+    `available` is False elsewhere (or when libc lacks inotify); the cache then validates every
+    answer with a stat instead.
+    """
+
+    MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000000 | 0x2000000
+    OVERFLOW, IGNORED = 0x4000, 0x8000
+
+    def __init__(self) -> None:
+        self.fd = -1
+        self.paths: dict[int, str] = {}
+        self.available = True  # until the first watch finds out
+
+    def _open(self) -> bool:
+        import ctypes
+
+        try:
+            self.libc = ctypes.CDLL(None, use_errno=True)
+            self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        except (OSError, AttributeError):
+            self.fd = -1
+        self.available = self.fd >= 0
+        if self.available:  # the toolset has no shutdown hook: the descriptor goes with this object
+            weakref.finalize(self, os.close, self.fd)
+        return self.available
+
+    def watch(self, path: str, rel: str) -> bool:
+        if not self.available or (self.fd < 0 and not self._open()):
+            return False
+        wd = self.libc.inotify_add_watch(self.fd, os.fsencode(path), self.MASK)
+        if wd < 0:
+            return False  # ENOSPC (watch limit), a vanished directory, ...: fall back to stat keys
+        self.paths[wd] = rel
+        return True
+
+    def drain(self) -> list[str] | None:
+        """The relative paths named by pending events; None when the kernel dropped some."""
+        changed: list[str] = []
+        while self.fd >= 0:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            offset = 0
+            while offset + 16 <= len(data):
+                wd, mask, _, size = struct.unpack_from("iIII", data, offset)
+                name = data[offset + 16:offset + 16 + size].rstrip(b"\0").decode("utf-8", "surrogateescape")
+                offset += 16 + size
+                if mask & self.OVERFLOW:
+                    return None
+                base = self.paths.pop(wd, None) if mask & self.IGNORED else self.paths.get(wd)
+                if base is not None:
+                    changed.append(f"{base}/{name}" if base and name else base or name)
+        return changed
+
+
+class OsFileSystem:
+    """The syscalls `CachedSource` needs, confined to one `openspec/` directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        self.prefix = self.root + os.sep
+        self.real = os.path.realpath(root)
+        self.inotify = Inotify()
+        self._inside: dict[tuple[int, int], bool] = {}  # an inode is in the tree or not, whatever path reaches it
+
+    def path(self, rel: str) -> str:
+        return self.prefix + rel if rel else self.root
+
+    def contains(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == self.real or real.startswith(self.real + os.sep)
+
+    def _fail(self, rel: str, err: OSError, op: str) -> Unreadable:
+        code = errno.errorcode.get(err.errno or 0, "EIO")
+        return Unreadable(rel, code, f"{code}: {err.strerror}, {op} '{self.path(rel)}'")
+
+    def _stat(self, rel: str, follow: bool) -> Stat | None:
+        path = self.path(rel)
+        try:
+            info = os.stat(path) if follow else os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                return None
+            raise self._fail(rel, err, "stat") from None
+        mode = info.st_mode
+        if follow:
+            ident = (info.st_dev, info.st_ino)
+            inside = self._inside.get(ident)
+            if inside is None:
+                inside = self._inside[ident] = self.contains(path)
+            if not inside:
+                return None
+        kind = ("dir" if st.S_ISDIR(mode) else "file" if st.S_ISREG(mode) else "link" if st.S_ISLNK(mode)
+                else "other")
+        return Stat(kind, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+    def stat(self, rel: str) -> Stat | None:
+        return self._stat(rel, True)
+
+    def lstat(self, rel: str) -> Stat | None:
+        return self._stat(rel, False)
+
+    def scandir(self, rel: str) -> list[Entry]:
+        try:
+            with os.scandir(self.path(rel)) as it:
+                return [Entry(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False),
+                              e.is_symlink()) for e in it]
+        except OSError as err:
+            raise self._fail(rel, err, "scandir") from None
+
+    def read(self, rel: str) -> bytes | None:
+        try:
+            with open(self.path(rel), "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise self._fail(rel, err, "open") from None
+
+    def watch(self, rel: str) -> bool:
+        return self.inotify.watch(self.path(rel), rel)
+
+    def events(self) -> list[str] | None:
+        return self.inotify.drain()
+
+    def now_ns(self) -> int:
+        return time.time_ns()
+
+
+class PendingJournal(Exception):
+    """A committed archive journal waits to be redone."""
+
+
+def apply_archive(project: Path, writes: dict[str, bytes], deletes: list[str], move: tuple[str, str]) -> None:
+    """Commit the journal (atomically: that is the commit point), then redo it."""
+    journal = {"writes": {rel: base64.b64encode(data).decode() for rel, data in writes.items()},
+               "deletes": deletes, "move": list(move)}
+    atomic_write(project / JOURNAL, json.dumps(journal).encode())
+    recover(project)
+
+
+def recover(project: Path) -> None:
+    """Redo a committed archive: write its specs, move the change, drop the journal. Idempotent,
+    so a crash during recovery is recovered the same way."""
+    path = project / JOURNAL
+    try:
+        journal = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return
+    for rel, data in journal["writes"].items():
+        atomic_write(resolve_inside(project, rel), base64.b64decode(data))
+    specs = project / "openspec" / "specs"
+    for rel in journal["deletes"]:  # a retired capability: its spec, then the directories it emptied
+        target = resolve_inside(project, rel)
+        target.unlink(missing_ok=True)
+        directory = target.parent
+        while (directory != specs and specs in directory.parents and directory.is_dir() and not directory.is_symlink()
+               and not any(directory.iterdir())):
+            directory.rmdir()
+            fsync_dir(directory.parent)
+            directory = directory.parent
+    source, target = (resolve_inside(project, p) for p in journal["move"])
+    if source.is_dir() and not os.path.lexists(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(source, target)
+        fsync_dir(source.parent)
+        fsync_dir(target.parent)
+    path.unlink()
+    fsync_dir(path.parent)
+
+
+# ---------------------------------------------------------------------- registration

@@ -1,0 +1,410 @@
+"""The `openspec` toolset: OpenSpec workspaces over MCP, answering like the OpenSpec CLI 1.13.2.
+
+Workspace: `{root}/openspec/`, or `$OPENSPEC_ROOT/openspec/`, or with
+`OPENSPEC_AUTO_PROJECT_ROOT=true` `$OPENSPEC_ROOT/<project path relative to $HOME>/openspec/`
+(created). Reads go through the domain's `CachedSource` over `OsFileSystem` (inotify-invalidated
+on Linux, stat-keyed elsewhere), which never follows a symlink out of `openspec/`. Writes go
+through a storage actor rooted at the project (the parent of `openspec/`); archive is made
+all-or-nothing by a redo journal (`apply_archive`, `recover`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+from msgspec import UNSET
+
+from specactor.actors.openspec_fs import JOURNAL, OsFileSystem, PendingJournal, apply_archive, recover
+from specactor.actors.storage import PathEscape, StorageActor, Tx
+from specactor.domain.openspec import templates
+from specactor.domain.openspec.cache import CachedSource
+from specactor.domain.openspec.errors import Blocked, EditRefused, Missing
+from specactor.domain.openspec.inputs import (
+    CHANGE_ID,
+    ITEM_ID,
+    ArchiveIn,
+    ChangeArgs,
+    InitIn,
+    ListIn,
+    ProjectContextIn,
+    ProposeArgs,
+    ShowIn,
+    TaskCompleteIn,
+    ValidateIn,
+)
+from specactor.domain.openspec.model import (
+    ArchiveOut,
+    InitOut,
+    ListOut,
+    ProjectContextOut,
+    Root,
+    ShowOut,
+    TaskCompleteOut,
+    TickedTask,
+    ValidateOut,
+)
+from specactor.domain.openspec.source import active_change_ids, spec_ids
+from specactor.logsetup import get_logger
+from specactor.protocol.context import RequestContext
+from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ResourceNotFound, ToolError
+from specactor.protocol.registry import Registry
+from specactor.wire.mcp import Resource, ResourceContents, TextResourceContents
+
+if TYPE_CHECKING:
+    from specactor.domain.openspec.change_rules import Context
+    from specactor.toolsets import Services
+
+# The parsers, validator and merge compile ~100 regular expressions: they are imported by the
+# first call that needs them (`from specactor.domain.openspec import ...` inside the handlers),
+# so start-up and the first reply do not pay for them.
+CHANGE_DOCS = ("proposal", "tasks", "design")
+
+T = TypeVar("T")
+log = get_logger("specactor.openspec")
+TOOLSET = "openspec"
+MD = "text/markdown"
+
+
+# ---------------------------------------------------------------------- the disk
+
+
+def resolve_workspace(cwd: Path, environ: Mapping[str, str], home: Path) -> tuple[Path, bool]:
+    """The project root holding `openspec/`, and whether to create it (the seed's three rules)."""
+    base = environ.get("OPENSPEC_ROOT", "").strip()
+    if not base:
+        return cwd, False
+    root = Path(base).expanduser().resolve()
+    if environ.get("OPENSPEC_AUTO_PROJECT_ROOT", "").strip().lower() != "true":
+        return root, False
+    try:
+        relative = cwd.relative_to(home.resolve())
+    except ValueError:
+        relative = cwd.relative_to(cwd.anchor)
+    return root / relative, True
+
+
+class Workspace:
+    """One project's `openspec/` directory: its cached reader, its writer, its archive journal."""
+
+    def __init__(self, project: Path, services: Services) -> None:
+        self.project = project
+        self.openspec = project / "openspec"
+        self.fs = OsFileSystem(self.openspec)
+        self.source = CachedSource(self.fs)
+        self.runtime = services.runtime
+        self.shared = services.storage.root.resolve() == project.resolve()
+        # Outside the server root a second storage actor is needed, but a toolset gets no nursery to
+        # run one in: its transactions run with `transact_blocking` on a worker thread instead,
+        # under the same flock and with the same atomic commit.
+        self.storage = services.storage if self.shared else StorageActor(project)
+
+    def root(self) -> Root:
+        return Root(str(self.project), "nearest")
+
+    def context(self) -> Context:
+        from specactor.domain.openspec.change_rules import context_for
+
+        return context_for(self.source, str(self.openspec))
+
+    async def read(self, fn: Callable[[], T]) -> T:
+        """Run a read on a worker thread, first finishing any archive a crash interrupted."""
+        def run() -> T:
+            if os.path.exists(self.project / JOURNAL):
+                raise PendingJournal
+            self.source.refresh()
+            return fn()
+
+        try:
+            return await self.runtime.run_sync(run)
+        except PendingJournal:
+            return await self.write(lambda tx: fn())
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """A read-modify-write under the workspace lock; the journal is recovered first."""
+        def txn(tx: Tx) -> T:
+            recover(self.project)
+            self.source.refresh()
+            return fn(tx)
+
+        try:
+            if self.shared:
+                return await self.storage.transact(txn)
+            return await self.runtime.run_sync(self.storage.transact_blocking, txn)  # see __init__
+        except PathEscape as err:  # a symlink inside openspec/ leading out of it
+            raise ToolError("INVALID_INPUT", str(err)) from None
+
+    def guard(self, *rels: str) -> None:
+        """INVALID_INPUT when a schema-valid id still leads out of openspec/ through a symlink."""
+        for rel in rels:
+            path = self.fs.path(rel)
+            if os.path.lexists(path) and not self.fs.contains(path):
+                raise ToolError("INVALID_INPUT", f"'{rel}' leads outside the openspec directory", {"path": rel})
+
+
+def _blocked(err: Blocked, root: Root, archive: bool = False) -> ToolError:
+    """A CLI refusal as a tool error; `details` holds the CLI's own JSON (`status`, `archive`, `root`)."""
+    diag = err.diagnostic
+    details: dict[str, Any] = {"status": [msgspec.to_builtins(diag)]}
+    if archive:
+        details = {"archive": None, "root": msgspec.to_builtins(root), **details}
+    if diag.code in ("unknown_item", "invalid_item", "archive_change_not_found") or " not found" in diag.message:
+        return ToolError("NOT_FOUND", diag.message, details)
+    return ToolError("CONFLICT", diag.message, details, retryable=False)
+
+
+def _refused(err: EditRefused) -> ToolError:
+    return ToolError("NOT_FOUND" if err.code == "missing" else "CONFLICT", str(err), retryable=False)
+
+
+def _checked(kind: str, value: str, uri: str) -> str:
+    if not re.match(ITEM_ID if kind == "capability" else CHANGE_ID, value):
+        raise ProtocolError(INVALID_PARAMS, f"invalid {kind} {value!r} in {uri}: it must stay inside the openspec "
+                            "directory (no absolute path, '..', backslash or NUL)", {"uri": uri})
+    return value
+
+
+def register(registry: Registry, services: Services) -> None:
+    project, create = resolve_workspace(services.config.root_path, os.environ, Path.home())
+    if create:
+        (project / "openspec").mkdir(parents=True, exist_ok=True)
+    ws = Workspace(project, services)
+    log.debug("openspec workspace", openspec=str(ws.openspec), shared_storage=ws.shared,
+              openspec_root=os.environ.get("OPENSPEC_ROOT"), auto=os.environ.get("OPENSPEC_AUTO_PROJECT_ROOT"))
+    _register_tools(registry, ws)
+    _register_resources(registry, ws)
+    _register_prompts(registry)
+
+
+def _register_resources(registry: Registry, ws: Workspace) -> None:
+    src = ws.source
+
+    def body(name: str) -> Callable[[], Any]:
+        from specactor.domain.openspec import resources
+
+        fn = getattr(resources, {"specs": "specs_list", "changes": "changes_list", "archive": "archive_list"}
+                     .get(name, name))
+        return lambda: fn(src)
+
+    async def read(uri: str, fn: Callable[[], T]) -> T:
+        try:
+            return await ws.read(fn)
+        except Missing as err:
+            raise ResourceNotFound(uri, str(err)) from None
+
+    for name, description in (("instructions", "openspec/AGENTS.md, or the default OpenSpec instructions"),
+                              ("project", "openspec/project.md, or config.yaml context: (1.x), or a template"),
+                              ("specs", "Every capability in openspec/specs/, with links"),
+                              ("changes", "Active changes (not archive/), with links and task progress"),
+                              ("archive", "Archived changes, newest first")):
+        async def document(uri: str, params: dict[str, str], ctx: RequestContext, name: str = name) -> str:
+            return str(await read(uri, body(name)))
+
+        registry.resource(f"openspec://{name}", name=name, description=description, mime_type=MD,
+                          toolset=TOOLSET)(document)
+
+    async def capabilities(value: str, args: dict[str, str], ctx: RequestContext) -> list[str]:
+        return [s for s in await ws.read(lambda: spec_ids(src)) if s.startswith(value)][:100]
+
+    async def change_ids(value: str, args: dict[str, str], ctx: RequestContext) -> list[str]:
+        return [c for c in await ws.read(lambda: active_change_ids(src)) if c.startswith(value)][:100]
+
+    async def spec_resources(ctx: RequestContext) -> list[Resource]:
+        return [Resource(uri=f"openspec://specs/{s}", name=f"spec {s}", mimeType=MD)
+                for s in await ws.read(lambda: spec_ids(src))]
+
+    async def change_resources(ctx: RequestContext) -> list[Resource]:
+        return [Resource(uri=f"openspec://changes/{c}", name=f"change {c}", mimeType=MD)
+                for c in await ws.read(lambda: active_change_ids(src))]
+
+    @registry.resource_template("openspec://specs/{+capability}", name="spec", mime_type=MD, toolset=TOOLSET,
+                                description="openspec/specs/<capability>/spec.md (capabilities may nest)",
+                                completions={"capability": capabilities}, lister=spec_resources)
+    async def spec(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
+        from specactor.domain.openspec import resources
+
+        capability = _checked("capability", params["capability"], uri)
+        return await read(uri, lambda: resources.spec(src, capability))
+
+    @registry.resource_template("openspec://changes/{changeId}", name="change", mime_type=MD, toolset=TOOLSET,
+                                description="Every file of an active change, one content item each",
+                                completions={"changeId": change_ids}, lister=change_resources)
+    async def change(uri: str, params: dict[str, str], ctx: RequestContext) -> list[ResourceContents]:
+        from specactor.domain.openspec import resources
+
+        ident = _checked("changeId", params["changeId"], uri)
+        files = await read(uri, lambda: resources.change_files(src, ident))
+        return [TextResourceContents(uri=u, text=text, mimeType=mime) for u, mime, text in files]
+
+    for doc in CHANGE_DOCS:
+        async def document_of(uri: str, params: dict[str, str], ctx: RequestContext, doc: str = doc) -> str:
+            from specactor.domain.openspec import resources
+
+            ident = _checked("changeId", params["changeId"], uri)
+            return await read(uri, lambda: resources.change_doc(src, ident, doc))
+
+        registry.resource_template(f"openspec://changes/{{changeId}}/{doc}", name=f"change {doc}", mime_type=MD,
+                                   toolset=TOOLSET, completions={"changeId": change_ids},
+                                   description=f"openspec/changes/<changeId>/{doc}.md")(document_of)
+
+
+def _register_prompts(registry: Registry) -> None:
+    """The seed's three workflow prompts; each answers one user message."""
+
+    @registry.prompt("openspec-propose", description="Guide the creation of an OpenSpec change proposal",
+                     args=ProposeArgs, toolset=TOOLSET)
+    async def propose(args: dict[str, str], ctx: RequestContext) -> str:
+        return templates.propose(args.get("description", ""), args.get("scope") or None)
+
+    @registry.prompt("openspec-apply", description="Guide implementing an OpenSpec change task by task",
+                     args=ChangeArgs, toolset=TOOLSET)
+    async def apply(args: dict[str, str], ctx: RequestContext) -> str:
+        return templates.apply(args.get("changeId", ""))
+
+    @registry.prompt("openspec-archive", description="Guide archiving a completed OpenSpec change",
+                     args=ChangeArgs, toolset=TOOLSET)
+    async def archive(args: dict[str, str], ctx: RequestContext) -> str:
+        return templates.archive(args.get("changeId", ""))
+
+
+def _register_tools(registry: Registry, ws: Workspace) -> None:
+    src = ws.source
+    read_only = {"readOnlyHint": True}
+
+    @registry.tool("init", description="Create the OpenSpec directory structure (openspec/config.yaml, specs/, "
+                   "changes/archive/); an error when it is already initialised.",
+                   input=InitIn, output=InitOut, toolset=TOOLSET)
+    async def init(args: InitIn, ctx: RequestContext) -> InitOut:
+        def txn(tx: Tx) -> InitOut:
+            from specactor.domain.openspec.edits import plan_init
+
+            try:
+                files = plan_init(src)
+            except EditRefused as err:
+                raise _refused(err) from None
+            for rel, text in files.items():
+                tx.write(f"openspec/{rel}", text.encode())
+            return InitOut(str(ws.openspec), [f"openspec/{rel}" for rel in files], templates.NEXT_STEPS, ws.root())
+
+        return await ws.write(txn)
+
+    @registry.tool("list", description="Active changes with task progress (`openspec list --json`), or with "
+                   "specs=true every capability with its requirement count (`openspec list --specs --json`).",
+                   input=ListIn, output=ListOut, toolset=TOOLSET, annotations=read_only)
+    async def list_items(args: ListIn, ctx: RequestContext) -> ListOut:
+        from specactor.domain.openspec.workspace import list_changes, list_specs
+
+        lister = list_specs if args.specs else list_changes
+        return await ws.read(lambda: src.whole(f"list:{args.specs}", lambda: lister(src, ws.root())))
+
+    @registry.tool("show", description="A change (title, deltas, task progress) or a spec (overview, requirements, "
+                   "scenarios), as `openspec show <item> --json` prints it.",
+                   input=ShowIn, output=ShowOut, toolset=TOOLSET, annotations=read_only)
+    async def show_item(args: ShowIn, ctx: RequestContext) -> ShowOut:
+        def run() -> ShowOut:
+            from specactor.domain.openspec.workspace import show
+
+            ws.guard(f"changes/{args.item}", f"specs/{args.item}")
+            return src.whole(f"show:{args.type}:{args.item}",
+                             lambda: show(src, ws.root(), args.item, args.type, str(ws.openspec)))
+
+        try:
+            return await ws.read(run)
+        except Blocked as err:
+            raise _blocked(err, ws.root()) from None
+
+    @registry.tool("validate", description="Validate a change or spec, or every change and/or spec (the default "
+                   "when no item is named), with the rules, levels and messages of `openspec validate --json` 1.x.",
+                   input=ValidateIn, output=ValidateOut, toolset=TOOLSET, annotations=read_only)
+    async def validate_items(args: ValidateIn, ctx: RequestContext) -> ValidateOut:
+        item = None if args.all or args.changes or args.specs else args.item
+        # Nothing named: everything, or everything of the given type.
+        implicit = item is None and not (args.all or args.changes or args.specs)
+        changes = args.all or args.changes or (implicit and args.type != "spec")
+        specs = args.all or args.specs or (implicit and args.type != "change")
+
+        def run() -> ValidateOut:
+            from specactor.domain.openspec.workspace import validate
+
+            if item is not None:
+                ws.guard(f"changes/{item}", f"specs/{item}")
+            return validate(src, ws.root(), ws.context(), item=item, kind=args.type, strict=args.strict,
+                            include_changes=changes, include_specs=specs)
+
+        try:
+            return await ws.read(run)
+        except Blocked as err:
+            raise _blocked(err, ws.root()) from None
+
+    @registry.tool("archive", description="Archive a finished change as `openspec archive --json --yes` does: "
+                   "check tasks (force skips this), validate, merge the deltas into openspec/specs (updateSpecs), "
+                   "move it to changes/archive/YYYY-MM-DD-<id>; all or nothing. dryRun reports and writes nothing.",
+                   input=ArchiveIn, output=ArchiveOut, toolset=TOOLSET, annotations={"destructiveHint": True})
+    async def archive(args: ArchiveIn, ctx: RequestContext) -> ArchiveOut:
+        today = datetime.now().strftime("%Y-%m-%d")  # the CLI 1.x archives under the local date
+
+        def run() -> ArchiveOut:
+            from specactor.domain.openspec.archive import plan_archive
+
+            ws.guard(f"changes/{args.changeId}")
+            found = plan_archive(src, ws.context(), args.changeId, today=today, force=args.force,
+                                 update_specs=args.updateSpecs)
+            if args.dryRun:
+                return ArchiveOut(found.record, ws.root(), dryRun=True, specs=found.specs)
+            apply_archive(ws.project, {f"openspec/{rel}": data for rel, data in found.writes.items()},
+                          [f"openspec/{rel}" for rel in found.deletes],
+                          (f"openspec/{found.move[0]}", f"openspec/{found.move[1]}"))
+            return ArchiveOut(found.record, ws.root())
+
+        try:
+            return await (ws.read(run) if args.dryRun else ws.write(lambda tx: run()))
+        except Blocked as err:
+            raise _blocked(err, ws.root(), archive=True) from None
+
+    @registry.tool("update_project_context", description="Replace the project context (openspec/project.md, or "
+                   "`context:` of a 1.x config.yaml), append to it (merge), or rewrite one `## section`.",
+                   input=ProjectContextIn, output=ProjectContextOut, toolset=TOOLSET)
+    async def update_project_context(args: ProjectContextIn, ctx: RequestContext) -> ProjectContextOut:
+        def txn(tx: Tx) -> ProjectContextOut:
+            from specactor.domain.openspec.edits import plan_project_context
+            from specactor.domain.openspec.project import section_title
+
+            try:
+                edit = plan_project_context(src, args.content, args.merge, args.section)
+            except EditRefused as err:
+                raise _refused(err) from None
+            text = edit.text if edit.text is not None else src.text(edit.file) or ""
+            if edit.text is not None:
+                tx.write(f"openspec/{edit.file}", edit.text.encode())
+            out = ProjectContextOut(f"openspec/{edit.file}", edit.mode, len(text.encode()))
+            if args.section is not None:
+                out.section = section_title(args.section)
+            return out
+
+        return await ws.write(txn)
+
+    @registry.tool("task_complete", description="Tick one task of a change's tasks.md, named by its id (1.2) or its "
+                   "1-based position; ticking a finished task changes nothing.",
+                   input=TaskCompleteIn, output=TaskCompleteOut, toolset=TOOLSET)
+    async def task_complete(args: TaskCompleteIn, ctx: RequestContext) -> TaskCompleteOut:
+        def txn(tx: Tx) -> TaskCompleteOut:
+            from specactor.domain.openspec.edits import plan_task_complete
+            from specactor.domain.openspec.tasks import task_id
+
+            ws.guard(f"changes/{args.changeId}")
+            try:
+                edit = plan_task_complete(src, args.changeId, args.task)
+            except EditRefused as err:
+                raise _refused(err) from None
+            if not edit.already_done:
+                tx.write(f"openspec/changes/{args.changeId}/tasks.md", edit.text.encode())
+            ident = task_id(edit.task)
+            ticked = TickedTask(edit.task.line, edit.task.description, ident if ident else UNSET)
+            return TaskCompleteOut(args.changeId, ticked, edit.already_done, edit.completed, edit.total)
+
+        return await ws.write(txn)

@@ -1,0 +1,102 @@
+"""Archive is all or nothing: a process killed at any point of it leaves either the workspace as
+it was or, once the next call recovers the journal, exactly what a clean archive leaves."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.openspec.support import call_tool, tree
+from tests.openspec.workspaces import basic, materialise
+
+CHANGE = "add-two-factor-auth"
+KILLER = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    import specactor.actors.openspec_fs as toolset
+    from tests.openspec.support import call_tool
+
+    root, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+    calls = [0]
+    real_write, real_rename = toolset.atomic_write, os.rename
+
+    def step() -> None:
+        calls[0] += 1
+        if calls[0] == kill_at:
+            os._exit(9)  # no cleanup, no finally: a kill
+
+    def write(path, data):
+        step()
+        real_write(path, data)
+
+    def rename(a, b, *args, **kw):
+        if "changes" in str(a):
+            step()
+        real_rename(a, b, *args, **kw)
+
+    toolset.atomic_write = write
+    toolset.os.rename = rename
+    call_tool(root, "archive", {"changeId": sys.argv[3], "force": True})
+    os._exit(0)
+""")
+
+
+def archived(tmp_path: Path) -> dict[str, bytes]:
+    clean = materialise(basic(), tmp_path / "clean")
+    assert call_tool(clean, "archive", {"changeId": CHANGE, "force": True})["success"]
+    return tree(clean)
+
+
+# Steps: 1 journal write, 2 first spec, 3 second spec, 4 the change's move; 5 = not killed at all.
+@pytest.mark.parametrize("kill_at", [1, 2, 3, 4, 5])
+def test_an_archive_killed_at_any_step_is_all_or_nothing(tmp_path: Path, kill_at: int) -> None:
+    expected = archived(tmp_path)
+    root = materialise(basic(), tmp_path / "victim")
+    before = tree(root)
+    done = subprocess.run([sys.executable, "-c", KILLER, str(root), str(kill_at), CHANGE],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, timeout=120, check=False)
+    assert done.returncode == (9 if kill_at < 5 else 0), done.stderr.decode()[-2000:]
+    journal = root / ".specactor" / "openspec-archive.journal"
+    if kill_at == 1:
+        assert tree(root) == before and not journal.exists()  # killed before the commit point
+        return
+    call_tool(root, "list", {})  # any call finishes a committed archive first
+    assert not journal.exists()
+    assert tree(root) == expected
+
+
+def test_a_failed_write_before_the_journal_commit_changes_nothing(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import specactor.actors.openspec_fs as toolset
+
+    root = materialise(basic(), tmp_path / "w")
+    before = tree(root)
+
+    def broken(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(toolset, "atomic_write", broken)
+    result = call_tool(root, "archive", {"changeId": CHANGE, "force": True})
+    assert result["error"]["code"] == "INTERNAL"
+    assert tree(root) == before
+
+
+def test_half_written_and_unreadable_markdown_gives_issues_not_crashes(tmp_path: Path) -> None:
+    root = materialise(basic(), tmp_path / "h")
+    spec = root / "openspec/specs/user-auth/spec.md"
+    spec.write_bytes(spec.read_bytes()[:150] + b"\xe2\x82")  # torn mid-character, inside the Purpose
+    (root / "openspec/changes/add-two-factor-auth/tasks.md").unlink()
+    (root / "openspec/changes/add-two-factor-auth/tasks.md").mkdir()  # a directory where a file belongs
+    shutil.rmtree(root / "openspec/changes/update-task-broken/specs")
+    (root / "openspec/changes/update-task-broken/specs").write_text("not a directory")
+    results = [call_tool(root, "validate", {"all": True, "strict": True}), call_tool(root, "list", {}),
+               call_tool(root, "show", {"item": "user-auth"}), call_tool(root, "show", {"item": CHANGE}),
+               call_tool(root, "archive", {"changeId": CHANGE, "dryRun": True, "force": True})]
+    assert all(r["success"] or r["error"]["code"] != "INTERNAL" for r in results), results
+    items = {i["id"]: i for i in results[0]["data"]["items"]}
+    assert items["user-auth"]["valid"] is False
