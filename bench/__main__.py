@@ -3,9 +3,11 @@
     python -m bench                     # stdio then Streamable HTTP, gates enforced (under 2 min on 2 cores)
     python -m bench --transport http    # only Streamable HTTP (~55 s)
     python -m bench --quick --no-gates  # the CI smoke test: small samples, always exit 0
+    python -m bench --transport none    # only the toolset workloads (--toolsets all|none|airsspec,...)
 
 Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on stderr);
-2 the harness itself broke (a server died, hung, or answered wrongly).
+2 the harness itself broke (a server died, hung, or answered wrongly; a toolset workload crashed
+or timed out).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from bench.harness import Config, ServerRun, measure
 from bench.http_harness import HttpConfig, HttpRun, measure_http
 from bench.report import build, utc_now, write
 from bench.servers import ORDER, server_specs
+from bench.toolsets import NAMES as TOOLSETS
+from bench.toolsets import parse as parse_toolsets
+from bench.toolsets import run as run_toolsets
 from bench.transport import TRANSPORTS, HarnessError
 
 QUICK = Config(samples=200, rounds=5, spawns=2, warmup=50, idle=0.3)
 FULL = Config()
 HTTP_QUICK = HttpConfig(rounds=1, slice_s=0.25, warmup_s=0.1, idle=0.3)
 HTTP_FULL = HttpConfig()
-CHOICES = (*sorted(TRANSPORTS), "http", "all")
+CHOICES = (*sorted(TRANSPORTS), "http", "all", "none")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -39,7 +44,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, help=f"burst rounds per server (default {FULL.rounds})")
     parser.add_argument("--spawns", type=int, help=f"fresh processes for first reply (default {FULL.spawns})")
     parser.add_argument("--transport", choices=CHOICES, default="all",
-                        help="stdio, http (Streamable HTTP) or all (both, one after the other; default)")
+                        help="stdio, http (Streamable HTTP), all (both, one after the other; default) "
+                        "or none (only the toolsets)")
+    parser.add_argument("--toolsets", default="all",
+                        help=f"toolset workloads after the transports: all (default), none, or a "
+                        f"comma-separated subset of {','.join(TOOLSETS)}")
     parser.add_argument("--http-rounds", type=int,
                         help=f"HTTP rounds per target and concurrency (default {HTTP_FULL.rounds})")
     parser.add_argument("--http-slice", type=float,
@@ -56,6 +65,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if unknown or not keys:
         parser.error(f"--servers: unknown {unknown}; choose from {','.join(ORDER)}")
     args.servers = [k for k in ORDER if k in keys]
+    try:
+        args.toolsets = parse_toolsets(args.toolsets)
+    except ValueError as err:
+        parser.error(f"--toolsets: {err}")
     for name in ("samples", "rounds", "spawns", "http_rounds"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -111,10 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as err:
         print(f"bench: HARNESS ERROR: {err}", file=sys.stderr)
         return 2
+    toolsets = run_toolsets(args.toolsets, args.quick, progress) if args.toolsets else None
     name = {"all": "stdio + Streamable HTTP", "http": "Streamable HTTP"}.get(args.transport, args.transport)
     doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
                 gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
-                loadavg_start=loadavg_start)
+                loadavg_start=loadavg_start, toolsets=toolsets)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot
@@ -132,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print((args.out / "latest.md").read_text())
     print(f"results: {stamped}  ({args.out / 'latest.md'}, latest.png)")
+    broken = {k: v["error"] for k, v in (toolsets or {}).items() if v["error"]}
+    for key, error in broken.items():
+        print(f"bench: HARNESS ERROR: toolset {key}: {error}", file=sys.stderr)
     failed = [g for g in doc["gates"] if g["verdict"] == "fail"]
     for g in doc["gates"]:
         print(f"{g['verdict'].upper():4}  {g['name']}: {g['detail'] or g['target']}")
@@ -139,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         names = ", ".join(g["name"] for g in failed)
         suffix = " (not enforced: --no-gates)" if args.no_gates else ""
         print(f"FAIL: {len(failed)} gate(s) failed: {names}{suffix}", file=sys.stderr)
-        return 0 if args.no_gates else 1
+        return 2 if broken else 0 if args.no_gates else 1
     print(f"{doc['verdict']}: no gate failed")
-    return 0
+    return 2 if broken else 0
 
 
 if __name__ == "__main__":

@@ -26,6 +26,30 @@ HTTP_TPUT_LEVEL, HTTP_TPUT_FACTOR = 10, 4.0  # Streamable HTTP, c=10: specactor 
 HTTP_P95_LEVEL, HTTP_P95_MS = 100, 200.0  # Streamable HTTP, c=100: every specactor p95 < 200 ms
 HTTP_SPECACTOR = ("specactor", "specactor-2026")  # the specactor HTTP targets (both eras)
 
+# Toolset workloads (bench/workloads, run by bench/toolsets.py): toolset -> op -> (statistic, target ms);
+# "*" judges every timed operation. FULL_SIZES: the sizes the issues set; smaller runs (--quick)
+# are smoke tests, reported as "smoke" and never failed.
+TOOLSET_TARGETS: dict[str, dict[str, tuple[str, float]]] = {
+    "airsspec": {"*": ("p95", 5.0)},
+    "openspec": {"validate_all": ("median", 1000.0), "list": ("p95", 5.0), "list_specs": ("p95", 5.0),
+                 "show_spec": ("p95", 5.0), "show_change": ("p95", 5.0), "read_spec": ("p95", 5.0),
+                 "read_change": ("p95", 5.0)},
+    "memory": {"memory_search": ("p95", 5.0), "memory_add": ("p95", 5.0), "knowledge_check": ("p95", 100.0),
+               "sync_now_delta": ("p95", 1000.0)},
+}
+TOOLSET_FULL_SIZES = {"airsspec": {"specs": 1000}, "openspec": {"specs": 500, "changes": 200},
+                      "memory": {"memories": 100_000, "files": 1000, "items": 1000}}
+TOOLSET_GATES = (  # (toolset, gate name, operations judged; "*" = all)
+    ("airsspec", "airsspec tools and resource reads P95 (1,000 specs)", ("*",)),
+    ("openspec", "openspec validate {all: true} (500 specs, 200 changes)", ("validate_all",)),
+    ("openspec", "openspec list/show/resource read P95, cached", ("list", "list_specs", "show_spec", "show_change",
+                                                                  "read_spec", "read_change")),
+    ("memory", "memory_search P95 (100,000 memories)", ("memory_search",)),
+    ("memory", "memory_add P95 (durable)", ("memory_add",)),
+    ("memory", "knowledge_check P95 (1,000 files x 50 constraints)", ("knowledge_check",)),
+    ("memory", "sync_now delta (1,000 items)", ("sync_now_delta",)),
+)
+
 
 @dataclass(frozen=True)
 class GateResult:
@@ -48,10 +72,55 @@ def _gate(name: str, target: str, measures: tuple[str, ...], ok: bool | None, de
     return GateResult(name, target, verdict, detail if ok is not None else "not measured", measures)
 
 
-def evaluate(figs: Figures, http: Figures | None = None) -> list[GateResult]:
+def evaluate(figs: Figures, http: Figures | None = None,
+             toolsets: Mapping[str, Any] | None = None) -> list[GateResult]:
     gates = _stdio(figs) if figs else []
     if http is not None:
         gates += _http(http)
+    if toolsets:
+        gates += _toolsets(toolsets)
+    return gates
+
+
+def judge_op(value: float | None, target_ms: float, smoke: bool) -> str:
+    """One toolset operation: pass / fail, "smoke" when measured below the issue's sizes, skip if unmeasured."""
+    if value is None:
+        return "skip"
+    return "smoke" if smoke else "pass" if value < target_ms else "fail"
+
+
+def _toolsets(section: Mapping[str, Any]) -> list[GateResult]:
+    """One gate per issue target, over the per-operation verdicts `bench.toolsets` recorded."""
+    gates = []
+    for toolset, name, wanted in TOOLSET_GATES:
+        entry = section.get(toolset)
+        if entry is None:
+            continue
+        ops = [op for op in entry.get("operations", []) if "*" in wanted or op["op"] in wanted]
+        keys = tuple(f"toolset:{toolset}:{op['op']}" for op in ops)
+        stat, target = TOOLSET_TARGETS[toolset].get(wanted[0], TOOLSET_TARGETS[toolset].get("*", ("p95", 0)))
+        target_text = f"{stat} < {target:g} ms"
+        if entry.get("error"):
+            gates.append(GateResult(name, target_text, "fail", f"workload broke: {entry['error']}", keys))
+            continue
+        verdicts = [op["verdict"] for op in ops]
+        over = [op for op in ops if op["value_ms"] is not None and op["value_ms"] >= op["target_ms"]]
+        worst = max(ops, key=lambda op: (op["value_ms"] or 0) / op["target_ms"], default=None)
+        detail = "" if worst is None else (
+            f"worst {worst['op']} {worst['stat']} {worst['value_ms']:.2f} ms" if len(ops) > 1
+            else f"{worst['stat']} {worst['value_ms']:.2f} ms")
+        if over:
+            detail += "; over target: " + ", ".join(op["op"] for op in over)
+        if not ops or all(v == "skip" for v in verdicts):
+            verdict, detail = "skip", "not measured"
+        elif "fail" in verdicts:
+            verdict = "fail"
+        elif "smoke" in verdicts:
+            verdict = "smoke"
+            detail = f"smoke (quick, {entry['size_text']}): " + detail
+        else:
+            verdict = "pass"
+        gates.append(GateResult(name, target_text, verdict, detail, keys))
     return gates
 
 
