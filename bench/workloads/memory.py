@@ -33,7 +33,8 @@ import trio
 
 from bench.stats import summarize
 
-TARGETS_MS = {"memory_search": 5.0, "memory_search_ranked": 5.0, "memory_add": 5.0, "knowledge_check": 100.0, "sync_now_delta": 1000.0}
+TARGETS_MS = {"memory_search": 5.0, "memory_search_ranked": 5.0, "memory_add": 5.0,
+              "knowledge_check": 100.0, "sync_now_delta": 1000.0}
 
 
 def vocabulary(rng: random.Random, size: int = 6000) -> list[str]:
