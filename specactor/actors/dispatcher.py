@@ -21,6 +21,7 @@ import trio
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.peer import PeerLink
 from specactor.actors.session_log import SessionLogActor
+from specactor.actors.slots import Slots
 from specactor.logsetup import get_logger
 from specactor.protocol.context import Runtime
 from specactor.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
@@ -79,10 +80,10 @@ class Dispatcher:
         self.metrics = metrics
         self.session_log = session_log
         self.request_timeout = request_timeout
-        self.limiter = trio.CapacityLimiter(max_concurrency)
+        self.limiter = Slots(max_concurrency)
         # Admitted-but-unanswered handlers; past this a transport's submit waits, so a client that
         # pipelines without reading cannot grow our memory without bound.
-        self._pending = trio.Semaphore(max(4 * max_concurrency, 256))
+        self._pending = Slots(max(4 * max_concurrency, 256))
         self._inflight: dict[tuple[str, int | str], trio.CancelScope] = {}
         self._client_cancelled: set[tuple[str, int | str]] = set()
         self._idle = trio.Event()
@@ -201,10 +202,8 @@ class Dispatcher:
             return
         # The nowait forms spare a trip through the scheduler (a third of a request's cost here)
         # when nothing is contended; they wait only when the limit is reached.
-        try:
-            self._pending.acquire_nowait()
-        except trio.WouldBlock:
-            await self._pending.acquire()
+        if not self._pending.take_nowait():
+            await self._pending.take()
         assert msg.id is not None
         key = (conn.session.id, msg.id)
         # One scope carries both the client's cancel and the request timeout.
@@ -219,20 +218,18 @@ class Dispatcher:
         reply: bytes | None = None
         try:
             with scope:
-                try:
-                    self.limiter.acquire_nowait()
-                except trio.WouldBlock:
-                    await self.limiter.acquire()
+                if not self.limiter.take_nowait():
+                    await self.limiter.take()
                 try:
                     reply = await self.core.respond(msg, conn.session, conn.peer, self.runtime)
                 finally:
-                    self.limiter.release()
+                    self.limiter.give()
         except Exception:  # the core answers every handler error itself; this is a last resort
             log.exception("request task failed", method=msg.method)
             reply = error_response(msg.id, INTERNAL_ERROR, f"Internal error while handling {msg.method}")
         finally:
             self._inflight.pop(key, None)
-            self._pending.release()
+            self._pending.give()
         try:
             if key in self._client_cancelled:
                 self._client_cancelled.discard(key)
@@ -302,14 +299,18 @@ class Dispatcher:
             assert msg.id is not None
             key = (collector.session.id, msg.id)
             scope = trio.CancelScope(deadline=trio.current_time() + self.request_timeout)
-            async with self._pending:
-                self._inflight[key] = scope
-                try:
-                    with scope:
-                        async with self.limiter:
-                            reply = await self.core.respond(msg, collector.session, collector.peer, self.runtime)
-                finally:
-                    self._inflight.pop(key, None)
+            await self._pending.take()
+            self._inflight[key] = scope
+            try:
+                with scope:
+                    await self.limiter.take()
+                    try:
+                        reply = await self.core.respond(msg, collector.session, collector.peer, self.runtime)
+                    finally:
+                        self.limiter.give()
+            finally:
+                self._inflight.pop(key, None)
+                self._pending.give()
             if key in self._client_cancelled:
                 self._client_cancelled.discard(key)
                 self._observe(msg, started, "cancelled")
