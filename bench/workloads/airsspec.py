@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import trio
 
 from bench.stats import summarize
 from specactor.domain.airsspec import configfile, journal, layout, planfile, specfile, statefile
@@ -125,12 +125,47 @@ def workspace(root: Path, n: int = 1000, seed: int = 7) -> Roles:
     return roles
 
 
-def run(root: Path, roles: Roles, samples: int) -> dict[str, Any]:
-    """P95 (and more) of every tool and resource read, through the in-memory server, caches warm."""
-    from specactor.config import Config, SessionLogConfig
-    from specactor.testing import open_memory_server
+class _PipeClient:
+    """`specactor serve` over stdio, driven request by request (the issue's "over stdio")."""
 
-    config = Config(root=str(root), toolsets=["airsspec"], session_log=SessionLogConfig(enabled=False))
+    def __init__(self, root: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "specactor", "serve", "--root", str(root), "--toolsets", "airsspec",
+             "--no-session-log"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=root)
+        self.ids = 0
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(msgspec.json.encode(message) + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        self.ids += 1
+        self._send({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("the server closed stdout")
+            reply = msgspec.json.decode(line)
+            if reply.get("id") == self.ids:
+                return reply
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def run(root: Path, roles: Roles, samples: int) -> dict[str, Any]:
+    """P95 (and more) of every tool and resource read, over stdio, caches warm."""
     rng = random.Random(5)
     toggled: dict[str, str] = {}
 
@@ -183,37 +218,34 @@ def run(root: Path, roles: Roles, samples: int) -> dict[str, Any]:
         "read_state": lambda: f"airsspec:///{pick(roles.all)}/state",
     }
 
-    async def go() -> dict[str, Any]:
-        async with open_memory_server(config) as client:
-            await client.initialize()
+    client = _PipeClient(root)
+    try:
+        def timed(method: str, params: dict[str, Any]) -> float:
+            started = time.perf_counter()
+            reply = client.request(method, params)
+            elapsed = (time.perf_counter() - started) * 1000
+            failed = "error" in reply or (method == "tools/call" and reply["result"].get("isError"))
+            if failed:
+                raise RuntimeError(f"{method} {params} failed: {reply}")
+            return elapsed
 
-            async def timed(method: str, params: dict[str, Any]) -> float:
-                started = time.perf_counter()
-                reply = await client.request(method, params, timeout=120)
-                elapsed = (time.perf_counter() - started) * 1000
-                failed = "error" in reply or (method == "tools/call" and reply["result"].get("isError"))
-                if failed:
-                    raise RuntimeError(f"{method} {params} failed: {reply}")
-                return elapsed
-
-            first = await timed("tools/call", {"name": "spec_list", "arguments": {}})
-            out: dict[str, Any] = {"first_list_ms": round(first, 1)}
-            consuming = {"plan_create": roles.unplanned, "build_start": roles.ready, "build_complete": roles.building}
-            for name, args in tools.items():
-                tool = name.removesuffix("_filtered")
-                pool = consuming.get(name)
-                count = samples if pool is None else min(samples, len(pool) // 2)
-                for _ in range(10 if pool is None else 0):  # warm the caches
-                    await timed("tools/call", {"name": tool, "arguments": args()})
-                out[name] = summarize([await timed("tools/call", {"name": tool, "arguments": args()})
-                                       for _ in range(count)])
-            for name, uri in reads.items():
-                for _ in range(10):
-                    await timed("resources/read", {"uri": uri()})
-                out[name] = summarize([await timed("resources/read", {"uri": uri()}) for _ in range(samples)])
-            return out
-
-    return trio.run(go)
+        first = timed("tools/call", {"name": "spec_list", "arguments": {}})
+        out: dict[str, Any] = {"first_list_ms": round(first, 1), "transport": "stdio"}
+        consuming = {"plan_create": roles.unplanned, "build_start": roles.ready, "build_complete": roles.building}
+        for name, args in tools.items():
+            tool = name.removesuffix("_filtered")
+            pool = consuming.get(name)
+            count = samples if pool is None else min(samples, len(pool) // 2)
+            for _ in range(10 if pool is None else 0):  # warm the caches
+                timed("tools/call", {"name": tool, "arguments": args()})
+            out[name] = summarize([timed("tools/call", {"name": tool, "arguments": args()}) for _ in range(count)])
+        for name, uri in reads.items():
+            for _ in range(10):
+                timed("resources/read", {"uri": uri()})
+            out[name] = summarize([timed("resources/read", {"uri": uri()}) for _ in range(samples)])
+        return out
+    finally:
+        client.close()
 
 
 def main(argv: list[str] | None = None) -> int:
