@@ -78,8 +78,9 @@ def _current_umask() -> int:
 _UMASK = _current_umask()  # read once, at import: os.umask cannot be read without setting it
 
 
-def stage(path: Path, data: bytes) -> Path:
-    """Write `data` to a synced temp file beside `path`, with the mode `path` has (or would get)."""
+def stage(path: Path, data: bytes, *, sync: bool = True) -> Path:
+    """Write `data` to a temp file beside `path` (synced unless `sync` is False), with the mode
+    `path` has (or would get)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
@@ -91,7 +92,8 @@ def stage(path: Path, data: bytes) -> Path:
             handle.write(data)
             handle.flush()
             os.fchmod(handle.fileno(), mode)  # mkstemp makes 0600; keep the file's own mode
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
     except BaseException:
         _unlink(Path(tmp))
         raise
@@ -110,17 +112,19 @@ def atomic_write(path: Path, data: bytes) -> None:
     commit([(path, data)], [])
 
 
-def commit(writes: list[tuple[Path, bytes]], deletes: list[Path]) -> None:
+def commit(writes: list[tuple[Path, bytes]], deletes: list[Path], volatile: frozenset[Path] = frozenset()) -> None:
     """Apply a transaction: stage every file first, then rename them all into place.
 
     A failure while staging (a full disk, a parent that is a file) leaves every target as it
     was; only the renames, each atomic, come after. Directories are fsynced so the renames last.
+    Files in `volatile` are renamed atomically but their contents are not fsynced: caches and
+    indexes a reader can rebuild, whose loss in a power cut costs a rescan, not data.
     """
     new_dirs = {made for path, _ in writes for made in path.parents if not made.exists()}
     staged: list[tuple[Path, Path]] = []
     try:
         for path, data in writes:
-            staged.append((stage(path, data), path))
+            staged.append((stage(path, data, sync=path not in volatile), path))
     except BaseException:
         for tmp, _ in staged:
             _unlink(tmp)
@@ -128,7 +132,8 @@ def commit(writes: list[tuple[Path, bytes]], deletes: list[Path]) -> None:
     touched: set[Path] = set()
     for tmp, path in staged:
         os.replace(tmp, path)
-        touched.add(path.parent)
+        if path not in volatile:  # a volatile file's rename need not outlive a power cut either
+            touched.add(path.parent)
     for path in deletes:
         try:
             path.unlink()
@@ -146,6 +151,7 @@ class Tx:
 
     root: Path
     writes: dict[str, bytes | None] = field(default_factory=dict)
+    volatile: set[str] = field(default_factory=set)
 
     def read(self, rel: str) -> bytes | None:
         key = str(safe_relative(rel))  # "./a" and "d//a" are the same files as "a" and "d/a"
@@ -157,11 +163,17 @@ class Tx:
         except FileNotFoundError:
             return None
 
-    def write(self, rel: str, data: bytes) -> None:
+    def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:
+        """Stage `data` for `rel`. `durable=False` skips the contents' fsync (still atomic): for
+        caches and indexes that a reader can rebuild."""
         key = str(safe_relative(rel))
         resolve_inside(self.root, key)
         self.writes.pop(key, None)  # the last operation on a path is the one that counts
         self.writes[key] = data
+        if durable:
+            self.volatile.discard(key)
+        else:
+            self.volatile.add(key)
 
     def delete(self, rel: str) -> None:
         key = str(safe_relative(rel))
@@ -237,7 +249,7 @@ class StorageActor:
             result = fn(tx)
             writes = [(resolve_inside(self.root, rel), data) for rel, data in tx.writes.items() if data is not None]
             deletes = [resolve_inside(self.root, rel) for rel, data in tx.writes.items() if data is None]
-            commit(writes, deletes)
+            commit(writes, deletes, frozenset(resolve_inside(self.root, rel) for rel in tx.volatile))
             self.commits += 1
             return result
 

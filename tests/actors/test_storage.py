@@ -329,3 +329,16 @@ async def test_a_kill_during_writes_never_leaves_a_torn_file(root: Path) -> None
                                       cwd=REPO, capture_stdout=True)
     assert done.stdout == b"done\n"
     print(f"kill points {points}: {torn_tmp} interrupted temp files seen")
+
+
+async def test_a_volatile_write_commits_atomically_with_the_durable_ones(tmp_path: Path) -> None:
+    storage = StorageActor(tmp_path)
+
+    def both(tx: Tx) -> None:
+        tx.write("index/.journal", b"1", durable=False)
+        tx.write("index/data.md", b"payload")
+
+    await trio.to_thread.run_sync(storage.transact_blocking, both)
+    assert (tmp_path / "index" / ".journal").read_bytes() == b"1"
+    assert (tmp_path / "index" / "data.md").read_bytes() == b"payload"
+    assert not [p for p in (tmp_path / "index").iterdir() if p.name.endswith(".tmp")]

@@ -44,7 +44,8 @@ def ensure_workspace(tx: Writer, default_name: str) -> ProjectConfig:
 
 def advance_journal(tx: Writer, spec_ids: Sequence[str]) -> None:
     current = journal.parse(tx.read(layout.JOURNAL)) or journal.Journal()
-    tx.write(layout.JOURNAL, journal.render(current.advance(spec_ids)))
+    # An index of what changed, rebuilt by a rescan if lost: atomic, but not worth an fsync.
+    tx.write(layout.JOURNAL, journal.render(current.advance(spec_ids)), durable=False)
 
 
 def update(tx: Writer, docs: Documents, spec_id: str, operation: Operation) -> tuple[Bundle, Bundle]:
