@@ -132,6 +132,7 @@ class HttpTransport:
         self.cfg = app.config.http
         self.sessions: dict[str, HttpSession] = {}
         self._starting = 0  # initializes in flight
+        self._nursery: trio.Nursery | None = None
         self.stopping = trio.Event()
         self.binds: list[str] = []
         self.allowed_hosts = [h.lower() for h in self.cfg.allowed_hosts] + [self.cfg.host.lower()]
@@ -149,6 +150,7 @@ class HttpTransport:
         config.errorlog = None
         config.keep_alive_max_requests = 1_000_000  # hypercorn's default (1,000) recycles busy clients' connections
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery  # where listen-stream notifications are sent from
             app: Any = self.asgi
             self.binds = await nursery.start(lambda task_status: serve(
                 app, config, shutdown_trigger=self.stopping.wait, task_status=task_status))
@@ -176,8 +178,9 @@ class HttpTransport:
         self.app.dispatcher.cancel_all(StreamConn(hs))
 
     def _on_change(self, kind: str, uri: str | None) -> None:
-        for peer, method, params in self.app.core.deliveries(kind, uri):
-            self._deliver(peer, encode({"jsonrpc": "2.0", "method": method, "params": params}))
+        if self._nursery is not None:
+            for peer, method, params in self.app.core.deliveries(kind, uri):
+                self._nursery.start_soon(peer.notify, method, params)
         for hs in self.sessions.values():
             if hs.stream is None or not hs.session.initialized:
                 continue
@@ -188,17 +191,6 @@ class HttpTransport:
                     self._push(hs, frame)
             else:
                 self._push(hs, encode({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}))
-
-    @staticmethod
-    def _deliver(peer: Any, frame: bytes) -> None:
-        """A listen stream's notification, queued on its POST's stream without waiting."""
-        link = getattr(peer, "_send", None)
-        conn = getattr(link, "__self__", None)
-        if isinstance(conn, RequestConn):
-            try:
-                conn._send.send_nowait(frame)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
 
     @staticmethod
     def _push(hs: HttpSession, frame: bytes) -> None:

@@ -304,7 +304,7 @@ def register(registry: Registry, services: Services) -> None:
                 summary = every.get(other)
                 return summary.dep_state() if isinstance(summary, Summary) else None
 
-            return views.check_dependencies(check(b.spec_id, b.spec.meta.dependencies, lookup))
+            return check(b.spec_id, b.spec.meta.dependencies, lookup)
 
         return await ws.read(report)
 

@@ -13,7 +13,7 @@ from typing import Annotated, Final, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from specactor.domain.airsspec.dependencies import DependencyStatus
+from specactor.domain.airsspec.dependencies import DependencyReport
 from specactor.domain.airsspec.ids import SPEC_ID_PATTERN
 from specactor.domain.airsspec.vocab import (
     Category,
@@ -196,14 +196,8 @@ class SpecStatusOut(msgspec.Struct):
     completed_at: str | None = None
 
 
-class CheckDependenciesOut(msgspec.Struct):
-    spec_id: str
-    all_satisfied: bool
-    dependencies: list[DependencyStatus]
-    blocking: list[str]
-    missing: list[str]
-    self_dependency: bool
-    cycle: list[str] | None
+# The dependency check's domain report is already the tool's answer, field for field.
+CheckDependenciesOut = DependencyReport
 
 
 class PlanCreateOut(msgspec.Struct):

@@ -9,7 +9,6 @@ import msgspec
 
 from specactor.domain.airsspec.api import (
     BuildProgressOut,
-    CheckDependenciesOut,
     DependencyCounts,
     InvalidSpec,
     PlanProgress,
@@ -18,7 +17,7 @@ from specactor.domain.airsspec.api import (
     SpecStatusOut,
 )
 from specactor.domain.airsspec.catalog import Entry, Summary
-from specactor.domain.airsspec.dependencies import DependencyReport, DepState, check
+from specactor.domain.airsspec.dependencies import DepState, check
 from specactor.domain.airsspec.model import Bundle, PlanDoc
 from specactor.domain.airsspec.progress import plan_percentage
 from specactor.domain.airsspec.vocab import BLOCKING_KINDS, Category, Lifecycle, Phase
@@ -59,12 +58,6 @@ def status(b: Bundle, lookup: Callable[[str], DepState | None]) -> SpecStatusOut
         dependencies=DependencyCounts(total=len(report.dependencies), satisfied=report.satisfied_count,
                                       blocked=blocked),
         updated_at=max(b.spec.meta.updated_at, b.state.updated_at), completed_at=b.state.completed_at)
-
-
-def check_dependencies(report: DependencyReport) -> CheckDependenciesOut:
-    return CheckDependenciesOut(spec_id=report.spec_id, all_satisfied=report.all_satisfied,
-                                dependencies=report.dependencies, blocking=report.blocking, missing=report.missing,
-                                self_dependency=report.self_dependency, cycle=report.cycle)
 
 
 def spec_list(entries: Sequence[Entry], state: Lifecycle | None, category: Category | None) -> SpecListOut:
