@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import stat
 import tempfile
@@ -37,28 +38,60 @@ class LockBusy(RuntimeError):
     pass
 
 
-def safe_relative(rel: str) -> PurePosixPath:
-    """Check the spelling of a workspace-relative path; raise PathEscape naming the problem."""
+def normal_relative(rel: str) -> str:
+    """Check the spelling of a workspace-relative path and normalise it ("./a//b" -> "a/b", "." for
+    the root itself); raise PathEscape naming the problem. Plain string work: this runs for every
+    file a transaction touches, so it avoids pathlib's parsing."""
     if not rel or "\x00" in rel:
         raise PathEscape(f"invalid path {rel!r}: empty or contains NUL")
     if "\\" in rel:
         raise PathEscape(f"invalid path {rel!r}: backslashes are not allowed")
-    path = PurePosixPath(rel)
-    if path.is_absolute():
+    if rel[0] == "/":
         raise PathEscape(f"invalid path {rel!r}: must be relative to the workspace")
-    if any(part == ".." for part in path.parts):
+    parts = [part for part in rel.split("/") if part and part != "."]
+    if ".." in parts:
         raise PathEscape(f"invalid path {rel!r}: '..' segments are not allowed")
-    return path
+    return "/".join(parts) or "."
+
+
+def safe_relative(rel: str) -> PurePosixPath:
+    """`normal_relative` as a PurePosixPath."""
+    return PurePosixPath(normal_relative(rel))
+
+
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    """The workspace root with its symlinks resolved, ending in "/". Cached: a root re-pointed
+    while we run can only make later paths look outside it (refused), never let one escape."""
+    return os.path.join(os.path.realpath(root), "")
+
+
+def _leads_out(real_root: str, norm: str) -> bool:
+    """Whether `norm` under `real_root` (symlinks resolved, ending in "/") reaches outside it
+    through a symlink. Walks only the relative part, one lstat per component, and stops at the
+    first component that does not exist: nothing below it can be a link."""
+    path = real_root[:-1]
+    for part in norm.split("/"):
+        path = f"{path}/{part}"
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        if stat.S_ISLNK(mode):
+            path = os.path.realpath(path)
+            if path + "/" != real_root and not path.startswith(real_root):
+                return True
+    return False
 
 
 def resolve_inside(root: Path, rel: str) -> Path:
     """`root/rel`, refusing anything that escapes `root`, through symlinks too."""
-    target = root / safe_relative(rel)
-    real_root = root.resolve()
-    real = target.resolve()
-    if real != real_root and real_root not in real.parents:
+    norm = normal_relative(rel)
+    if norm == ".":
+        return root
+    if _leads_out(_real_root(os.fspath(root)), norm):
         raise PathEscape(f"invalid path {rel!r}: leads outside the workspace")
-    return target
+    return root / norm
 
 
 def fsync_dir(directory: Path) -> None:
@@ -152,9 +185,10 @@ class Tx:
     root: Path
     writes: dict[str, bytes | None] = field(default_factory=dict)
     volatile: set[str] = field(default_factory=set)
+    paths: dict[str, Path] = field(default_factory=dict)  # checked targets of `writes`, resolved once
 
     def read(self, rel: str) -> bytes | None:
-        key = str(safe_relative(rel))  # "./a" and "d//a" are the same files as "a" and "d/a"
+        key = normal_relative(rel)  # "./a" and "d//a" are the same files as "a" and "d/a"
         if key in self.writes:
             return self.writes[key]
         path = resolve_inside(self.root, key)
@@ -166,8 +200,8 @@ class Tx:
     def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:
         """Stage `data` for `rel`. `durable=False` skips the contents' fsync (still atomic): for
         caches and indexes that a reader can rebuild."""
-        key = str(safe_relative(rel))
-        resolve_inside(self.root, key)
+        key = normal_relative(rel)
+        self.paths[key] = resolve_inside(self.root, key)
         self.writes.pop(key, None)  # the last operation on a path is the one that counts
         self.writes[key] = data
         if durable:
@@ -176,8 +210,8 @@ class Tx:
             self.volatile.add(key)
 
     def delete(self, rel: str) -> None:
-        key = str(safe_relative(rel))
-        resolve_inside(self.root, key)
+        key = normal_relative(rel)
+        self.paths[key] = resolve_inside(self.root, key)
         self.writes.pop(key, None)
         self.writes[key] = None
 
@@ -247,9 +281,9 @@ class StorageActor:
         with self._locked():
             tx = Tx(self.root)
             result = fn(tx)
-            writes = [(resolve_inside(self.root, rel), data) for rel, data in tx.writes.items() if data is not None]
-            deletes = [resolve_inside(self.root, rel) for rel, data in tx.writes.items() if data is None]
-            commit(writes, deletes, frozenset(resolve_inside(self.root, rel) for rel in tx.volatile))
+            writes = [(tx.paths[rel], data) for rel, data in tx.writes.items() if data is not None]
+            deletes = [tx.paths[rel] for rel, data in tx.writes.items() if data is None]
+            commit(writes, deletes, frozenset(tx.paths[rel] for rel in tx.volatile))
             self.commits += 1
             return result
 
