@@ -184,3 +184,10 @@ def overall(gates: list[GateResult]) -> str:
     if any(g.verdict == "fail" for g in gates):
         return "FAIL"
     return "PASS" if any(g.verdict == "pass" for g in gates) else "SKIP"
+
+
+# I/O-waiting and open loop (bench/iowait.py, bench/openloop.py; their own gates() judge these)
+IO_RATIO = 1.5  # I/O-waiting tools: P95 at c=100 <= 1.5 x P95 at c=1
+IO_P95_MS = 200.0  # and every P95 < 200 ms, at any concurrency
+OPEN_LOOP_RATIO = 1.5  # open loop: P95 of 100 clients at 10 calls/s each <= 1.5 x one client's at that pace
+OPEN_LOOP_P95_MS = 200.0

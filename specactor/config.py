@@ -86,7 +86,7 @@ class Config(_Base, frozen=True):
     log_level: LogLevel = "info"
     debug: bool = False
     toolsets: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_TOOLSETS))
-    max_concurrency: Positive = 64
+    max_concurrency: Positive = 128
     worker_threads: Positive = 8
     request_timeout: Seconds = 120.0
     grace_period: Seconds = 5.0

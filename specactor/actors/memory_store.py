@@ -15,10 +15,10 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 import outcome
@@ -42,6 +42,7 @@ from specactor.protocol.errors import ProviderError, RateLimited, ToolError
 
 log = get_logger("specactor.memory_store")
 T = TypeVar("T")
+EMBED_BATCH = 256  # texts per embeddings request at most (OpenAI takes 2,048)
 READERS = 4  # concurrent searches; SQLite releases the GIL while it steps, so readers overlap
 CALL_TIMEOUT = 60.0
 SCOPE_SPAN = (1 << SCOPE_SHIFT) - 1
@@ -143,6 +144,8 @@ def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
     lexical_only = spec.mode == "lexical"
     cut = scoring.bm25_cut(spec.threshold, ideal) * (1 - 1e-9) if lexical_only else 0.0
     found: list[tuple[int, float, int]] = []
+    # Stored vectors are unit length (emb.pack), so with the query's scaled once each cosine is a dot product.
+    query = scoring.unit(spec.query_vector) if spec.query_vector is not None and not lexical_only else None
     for layer, key in spec.scopes:
         scope = scope_id(conn, layer, key, create=False)
         if scope is None:
@@ -156,10 +159,10 @@ def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
                                                                    *tag_args)):
                 lexical[rowid] = scoring.lexical_score(bm25, ideal)
         semantic: dict[int, float] = {}
-        if spec.query_vector is not None and not lexical_only:
+        if query is not None:
             for rowid, blob in conn.execute("SELECT rowid, embedding FROM memories WHERE rowid BETWEEN ? AND ? AND "
                                             f"embedding IS NOT NULL AND orphaned = 0{tag_sql}", (lo, hi, *tag_args)):
-                semantic[rowid] = scoring.cosine(spec.query_vector, emb.unpack(blob))
+                semantic[rowid] = scoring.unit_cosine(query, emb.unpack(blob).tolist())
         for rowid in lexical.keys() | semantic.keys():
             score = scoring.fuse(spec.mode, lexical.get(rowid, 0.0), semantic.get(rowid, 0.0))
             if score >= spec.threshold and score > 0.0:
@@ -264,6 +267,39 @@ class GitFailed(Exception):
         super().__init__(f"git {' '.join(args)} failed: {stderr.decode('utf-8', 'replace').strip()[:500]}")
 
 
+SyncResult = tuple[plans.Plan, str | None, float, dict[str, Any]]
+
+
+class _Flight(Generic[T]):
+    """One piece of work that any number of callers wait for: its inputs (an embedding batch's texts),
+    then its value or its error, the same for every caller."""
+
+    def __init__(self) -> None:
+        self.inputs: list[str] = []
+        self._done = trio.Event()
+        self._result: outcome.Outcome[T] | None = None
+
+    async def fly(self, work: Awaitable[T]) -> None:
+        try:
+            self._result = outcome.Value(await work)
+        except Exception as exc:
+            self._result = outcome.Error(exc)
+        finally:
+            self._done.set()
+
+    def settle(self) -> None:
+        self._done.set()
+
+    async def outcome(self) -> T:
+        await self._done.wait()
+        if isinstance(self._result, outcome.Value):
+            value: T = self._result.value
+            return value
+        if isinstance(self._result, outcome.Error):
+            raise self._result.error  # the same error for every caller of the flight
+        raise ProviderError("the memory store stopped before this request was answered")
+
+
 class MemoryStoreActor:
     """Args:
         db_path: the SQLite file (created with its directory).
@@ -291,6 +327,9 @@ class MemoryStoreActor:
         self._snapshot: Snapshot | None = None
         self._parsed: dict[tuple[str, str], Item | Problem] = {}  # (path, blob id) -> parse result
         self._http: Any = None
+        self._nursery: trio.Nursery | None = None  # the actor's own tasks: embedding requests, syncs
+        self._filling: _Flight[list[list[float]]] | None = None  # the embedding batch still taking texts
+        self._next_sync: dict[tuple[bool, str], _Flight[SyncResult]] = {}  # (force, company) -> sync not begun
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -310,6 +349,7 @@ class MemoryStoreActor:
             write_send, write_recv = trio.open_memory_channel[Letter[Read | Write]](256)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop, writer, write_recv)
+                self._nursery = nursery
                 task_status.started()
                 self._ready.set()
                 async for letter in self.mailbox:
@@ -318,6 +358,8 @@ class MemoryStoreActor:
                     else:
                         nursery.start_soon(self._read, letter, pool_send, pool_recv)
         finally:
+            self._nursery, self._filling = None, None
+            self._next_sync.clear()
             with trio.CancelScope(shield=True):
                 if self._http is not None:
                     await self._http.aclose()
@@ -392,12 +434,36 @@ class MemoryStoreActor:
     # ------------------------------------------------------------------ embeddings
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors from the embeddings endpoint.
+        """Vectors from the embeddings endpoint, one per text.
+
+        Texts asked for in the same scheduler tick (a burst of searches) share one request: the
+        request is sent by a task of the actor that starts on the next tick, so a lone call waits
+        no longer, and a hundred concurrent ones cost one POST instead of a hundred.
 
         Raises:
             RateLimited: a 429 (with Retry-After). ProviderError: a transient failure.
             ToolError: PROVIDER_ERROR, not retryable: the endpoint refused or answered nonsense.
         """
+        await self.ensure_started()
+        batch = self._filling
+        if batch is None or len(batch.inputs) + len(texts) > EMBED_BATCH:
+            assert self._nursery is not None
+            batch = self._filling = _Flight()
+            self._nursery.start_soon(self._embed_batch, batch)
+        start = len(batch.inputs)
+        batch.inputs.extend(texts)
+        vectors = await batch.outcome()
+        return vectors[start:start + len(texts)]
+
+    async def _embed_batch(self, batch: _Flight[list[list[float]]]) -> None:
+        if self._filling is batch:
+            self._filling = None  # texts asked for from now on go into the next request
+        try:
+            await batch.fly(self._embed_request(batch.inputs))
+        finally:
+            batch.settle()
+
+    async def _embed_request(self, texts: Sequence[str]) -> list[list[float]]:
         import httpx
 
         assert self.embeddings is not None
@@ -515,27 +581,61 @@ class MemoryStoreActor:
         return gitout.name_status(await self.git("diff", "--name-status", "-z", "--no-renames", "--relative",
                                                  base, commit))
 
-    async def sync(self, *, force: bool, company_id: str) -> tuple[plans.Plan, str | None, float, dict[str, Any]]:
-        """One sync: plan from git, apply in one transaction. Returns the plan, the commit synced,
-        the milliseconds taken and the new manifest (for the caller to write where it belongs)."""
-        async with self._sync_lock:
-            started = time.perf_counter()
-            record = await self.read(load_sync)
-            commit, tree = await self.head()
-            listing = await self.listing(commit if tree else None)
-            changed = None
-            if not force and record.last_commit and commit:
-                changed = await self.changed_since(record.last_commit, commit)
-            examine = plans.to_examine(listing, changed, [f.file for f in record.failures])
-            parsed = await self.parse(listing, examine)
-            examined = {p: (parsed[p], plans.sync_hash(p, listing[p].encode())) for p in examine}
-            plan = plans.plan(record.items, listing, examined, force=force)
-            job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000)
-            try:
-                entries = await self.write(lambda conn: apply_sync(conn, job))
-            except SyncConflict as err:
-                raise ToolError("CONFLICT", str(err)) from None
-            return plan, commit, (time.perf_counter() - started) * 1000, plans.manifest(entries, commit, now_iso())
+    async def sync(self, *, force: bool, company_id: str,
+                   publish: Callable[[dict[str, Any]], Awaitable[None]] | None = None) -> SyncResult:
+        """One sync: plan from git, apply in one transaction, then `publish` the new manifest (write it
+        where it belongs), still in turn with other syncs. Returns the plan, the commit synced, the
+        milliseconds taken and the manifest.
+
+        Single flight: syncs run one at a time, and callers that arrive while one runs share the
+        next, which reads git and the database only once it starts (after every one of them
+        arrived), so each caller gets a sync that saw every commit made before its call. A hundred
+        concurrent calls cost at most two syncs and two manifest writes, not a hundred of each.
+        The flight's `publish` is its first caller's.
+        """
+        await self.ensure_started()
+        key = (force, company_id)
+        flight = self._next_sync.get(key)
+        if flight is None:
+            assert self._nursery is not None
+            flight = self._next_sync[key] = _Flight()
+            self._nursery.start_soon(self._sync_flight, key, flight, publish)
+        return await flight.outcome()
+
+    async def _sync_flight(self, key: tuple[bool, str], flight: _Flight[SyncResult],
+                           publish: Callable[[dict[str, Any]], Awaitable[None]] | None) -> None:
+        async def once() -> SyncResult:
+            result = await self._sync_once(force=key[0], company_id=key[1])
+            if publish is not None:
+                await publish(result[3])
+            return result
+
+        try:
+            async with self._sync_lock:
+                if self._next_sync.get(key) is flight:
+                    del self._next_sync[key]  # callers from now on wait for the next sync
+                await flight.fly(once())
+        finally:
+            flight.settle()  # cancelled (shutdown) before it flew: its callers must not wait forever
+
+    async def _sync_once(self, *, force: bool, company_id: str) -> SyncResult:
+        started = time.perf_counter()
+        record = await self.read(load_sync)
+        commit, tree = await self.head()
+        listing = await self.listing(commit if tree else None)
+        changed = None
+        if not force and record.last_commit and commit:
+            changed = await self.changed_since(record.last_commit, commit)
+        examine = plans.to_examine(listing, changed, [f.file for f in record.failures])
+        parsed = await self.parse(listing, examine)
+        examined = {p: (parsed[p], plans.sync_hash(p, listing[p].encode())) for p in examine}
+        plan = plans.plan(record.items, listing, examined, force=force)
+        job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000)
+        try:
+            entries = await self.write(lambda conn: apply_sync(conn, job))
+        except SyncConflict as err:
+            raise ToolError("CONFLICT", str(err)) from None
+        return plan, commit, (time.perf_counter() - started) * 1000, plans.manifest(entries, commit, now_iso())
 
     async def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Write `manifest.json` into the knowledge folder (atomically, and only when it changed)."""

@@ -211,10 +211,10 @@ def register(registry: Registry, services: Services) -> None:
                    toolset=TOOLSET)
     async def sync_now(args: k.SyncNowIn, ctx: RequestContext) -> k.SyncNowOut:
         try:
-            plan, commit, ms, manifest = await store.sync(force=args.force, company_id=settings.company_id)
+            plan, commit, ms, _ = await store.sync(force=args.force, company_id=settings.company_id,
+                                                   publish=write_manifest)
         except (RepoMissing, GitFailed) as err:
             raise _repo_error(err, store) from None
-        await write_manifest(manifest)
         return k.SyncNowOut(added=plan.added, updated=plan.updated, deleted=plan.deleted, unchanged=plan.unchanged,
                             failures=plan.failures, duration_ms=round(ms, 3), last_knowledge_commit=commit,
                             message=f"synced {plan.added + plan.updated} items, orphaned {plan.deleted}, "

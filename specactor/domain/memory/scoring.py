@@ -24,6 +24,7 @@ which changes no score by more than 2.2e-6 per such word and spares scoring most
 from __future__ import annotations
 
 import math
+import operator
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -111,6 +112,21 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     if norm == 0.0:
         return 0.0
     return min(1.0, max(0.0, dot / norm))
+
+
+def unit(vector: Sequence[float]) -> list[float]:
+    """`vector` scaled to length 1 (a zero vector stays zero), so cosines against it are dot products."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else [0.0] * len(vector)
+
+
+def unit_cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """`cosine` of two unit-length vectors (what `unit` and the stored, packed vectors are), clipped into
+    [0, 1]: one dot product, about a third of `cosine`'s cost; 0 for mismatched lengths."""
+    if len(a) != len(b):
+        return 0.0
+    dot: float = sum(map(operator.mul, a, b))
+    return min(1.0, max(0.0, dot))
 
 
 def fuse(mode: Mode, lexical: float, semantic: float) -> float:

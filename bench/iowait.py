@@ -1,0 +1,341 @@
+"""Requests that wait on I/O, at concurrency 1 and 100: does trio's concurrency hide the waiting?
+
+    python -m bench.iowait [--quick] [--json F]
+
+specactor serves a workspace over stdio (`python -m specactor serve`, every default toolset) with
+a memory store of `memories` memories, each with its embedding, and a git knowledge repository of
+`items` policies. Two tools wait on I/O:
+
+- `memory_search` (hybrid mode, the default with an embeddings URL): the query is embedded by a
+  fake OpenAI-compatible endpoint (`bench/peers/embeddings.py`, its own process) that answers
+  after 20 ms of asynchronous sleep, then scored against every memory's vector;
+- `sync_now` after a commit to the knowledge repository: git subprocesses (rev-parse, ls-tree,
+  diff, cat-file) and one SQLite transaction. Every reply must name the commit made before the
+  request was sent (a sync that missed it is a harness error).
+
+The graph sync would be the third; it does not exist yet (its gate row says so).
+
+c=1: `samples` requests one after another (for sync_now, a commit before each, untimed).
+c=100: `rounds` rounds (after one unrecorded) of 100 requests written at once on the one stdio
+connection, each timed from the write to its own reply (for sync_now, one commit per round).
+Gates (bench/gates.py, "I/O-waiting and open loop"): P95 at c=100 ≤ 1.5 x P95 at c=1, per tool;
+every P95 < 200 ms. `--quick` is a smoke test: smaller sizes, verdicts "smoke", exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench import procstat
+from bench.gates import IO_P95_MS, IO_RATIO, GateResult
+from bench.harness import INITIALIZE_PARAMS, INITIALIZED, request
+from bench.servers import REPO
+from bench.stats import summarize
+from bench.stdio_driver import StdioConnection
+from bench.transport import HarnessError, Reply, ServerSpec
+from bench.workloads.memory import Corpus, git, knowledge_repo
+
+FULL = {"memories": 2000, "items": 200, "search_samples": 300, "sync_samples": 40, "rounds": 5}
+QUICK = {"memories": 300, "items": 50, "search_samples": 40, "sync_samples": 8, "rounds": 2}
+DELAY_MS = 20.0
+DIMS = 256
+BURST = 100
+TIMEOUT = 60.0
+OPS = ("memory_search", "sync_now")
+
+
+# ---------------------------------------------------------------------- the peer and the workspace
+
+
+@contextlib.contextmanager
+def embeddings_peer(delay_ms: float = DELAY_MS, dims: int = DIMS) -> Iterator[str]:
+    """The fake embeddings endpoint as a child process; yields its API base URL."""
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "bench.peers.embeddings", "--delay-ms", str(delay_ms),
+                             "--dims", str(dims)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    try:
+        assert proc.stdout is not None
+        line: list[bytes] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(TIMEOUT)
+        if not line or not line[0]:
+            raise HarnessError(f"the embeddings peer announced no URL (exit code {proc.poll()})")
+        yield str(msgspec.json.decode(line[0])["url"])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def peer_stats(url: str) -> dict[str, int]:
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/stats", timeout=5) as reply:
+        return dict(msgspec.json.decode(reply.read()))
+
+
+def build_store(db: Path, texts: list[str], user_id: str) -> None:
+    """`texts` as user-layer memories of `user_id`, each with the vector the peer would give it."""
+    from bench.peers.embeddings import embed
+    from specactor.actors.memory_store import connect, insert_memory
+    from specactor.domain.memory.embeddings import pack
+    from specactor.domain.memory.layers import Identifiers, scope_key
+    from specactor.domain.memory.records import NewMemory
+
+    conn = connect(db, writer=True)
+    key = scope_key("user", Identifiers(user_id=user_id))
+    conn.execute("BEGIN")
+    for text in texts:
+        insert_memory(conn, NewMemory(text, "user", key, {"userId": user_id}, [], {}, pack(embed(text, DIMS))))
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def commit_change(repo: Path, n: int) -> str:
+    """Revise one policy and commit it; the new HEAD."""
+    path = sorted(repo.rglob("pol-*.md"))[n % 7]
+    path.write_text(path.read_text() + f"\nRevision {n}.\n")
+    git(repo, "commit", "-q", "-am", f"revision {n}")
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def specactor_spec(ws: Path, env: dict[str, str]) -> ServerSpec:
+    path = os.environ.get("PYTHONPATH")
+    return ServerSpec("specactor", "specactor", (sys.executable, "-m", "specactor", "serve", "--root", str(ws),
+                                                 "--no-session-log"),
+                      {"PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), **env})
+
+
+# ---------------------------------------------------------------------- the client side
+
+
+class Client:
+    """One stdio connection to specactor, its ids, and tool calls checked for success."""
+
+    def __init__(self, conn: StdioConnection) -> None:
+        self.conn = conn
+        self.ids = 1
+
+    def handshake(self) -> None:
+        (reply,) = self.conn.request_many([(1, request(1, "initialize", INITIALIZE_PARAMS))], TIMEOUT)
+        if reply.error is not None:
+            raise HarnessError(f"initialize failed: {reply.error.decode(errors='replace')}")
+        self.conn.notify(INITIALIZED)
+
+    def check(self, reply: Reply) -> dict[str, Any]:
+        if reply.error is not None:
+            raise HarnessError(f"request {reply.id} failed: {reply.error.decode(errors='replace')}\n"
+                               f"{self.conn.stderr_tail()}")
+        result = msgspec.json.decode(reply.body).get("result") or {}
+        content = result.get("structuredContent") or {}
+        if result.get("isError") or content.get("success") is not True:
+            raise HarnessError(f"tool call {reply.id} failed: {reply.body[:500]!r}\n{self.conn.stderr_tail()}")
+        return dict(content.get("data") or {})
+
+    def calls(self, name: str, arguments: list[dict[str, Any]]) -> list[tuple[float, dict[str, Any]]]:
+        """All at once on the pipe; (latency ms, data) in request order."""
+        messages = []
+        for args in arguments:
+            self.ids += 1
+            messages.append((self.ids, request(self.ids, "tools/call", {"name": name, "arguments": args})))
+        replies = {r.id: r for r in self.conn.request_many(messages, TIMEOUT)}
+        return [(replies[mid].latency_ns / 1e6, self.check(replies[mid])) for mid, _ in messages]
+
+
+def _search(client: Client, queries: list[str], samples: int, rounds: int,
+            progress: Callable[[str], None]) -> dict[str, Any]:
+    pick = iter(queries * (1 + (samples + BURST * (rounds + 1) + 20) // len(queries)))
+    client.calls("memory_search", [{"query": next(pick)} for _ in range(20)])  # warm-up
+    c1, hits = [], []
+    for _ in range(samples):
+        ((ms, data),) = client.calls("memory_search", [{"query": next(pick)}])
+        c1.append(ms)
+        hits.append(data["totalCount"])
+    progress(f"iowait: memory_search c=1 p95 {summarize(c1)['p95']:.1f} ms; c={BURST}, {rounds} rounds")
+    c100: list[float] = []
+    for r in range(rounds + 1):
+        got = client.calls("memory_search", [{"query": next(pick)} for _ in range(BURST)])
+        if r:
+            c100 += [ms for ms, _ in got]
+    return {"c1": c1, "c100": c100, "hits_median": sorted(hits)[len(hits) // 2]}
+
+
+def _sync(client: Client, repo: Path, samples: int, rounds: int, progress: Callable[[str], None]) -> dict[str, Any]:
+    client.calls("sync_now", [{}])  # the first (full) sync, untimed
+    revision = 0
+
+    def committed() -> str:
+        nonlocal revision
+        revision += 1
+        return commit_change(repo, revision)
+
+    def checked(got: list[tuple[float, dict[str, Any]]], head: str) -> list[float]:
+        for _, data in got:
+            if data.get("lastKnowledgeCommit") != head:
+                raise HarnessError(f"sync_now answered for {data.get('lastKnowledgeCommit')}, not the commit "
+                                   f"{head} made before it was sent")
+        return [ms for ms, _ in got]
+
+    c1: list[float] = []
+    for _ in range(samples):
+        head = committed()
+        c1 += checked(client.calls("sync_now", [{}]), head)
+    progress(f"iowait: sync_now c=1 p95 {summarize(c1)['p95']:.1f} ms; c={BURST}, {rounds} rounds")
+    c100: list[float] = []
+    for r in range(rounds + 1):
+        head = committed()
+        got = checked(client.calls("sync_now", [{} for _ in range(BURST)]), head)
+        if r:
+            c100 += got
+    return {"c1": c1, "c100": c100}
+
+
+def _level(values: list[float]) -> dict[str, Any]:
+    s = summarize(values)
+    return {"n": s["n"], "p50_ms": s["median"], "p95_ms": s["p95"], "p99_ms": s["p99"], "max_ms": s["max"]}
+
+
+def run(quick: bool, progress: Callable[[str], None]) -> dict[str, Any]:
+    sizes = QUICK if quick else FULL
+    corpus = Corpus()
+    texts = [corpus.memory() for _ in range(sizes["memories"])]
+    rng = random.Random(11)
+    queries = [corpus.query(rng.choice(texts)) for _ in range(500)]
+    with tempfile.TemporaryDirectory(prefix="specactor-bench-iowait-") as tmp, embeddings_peer() as url:
+        base = Path(tmp)
+        ws, db, repo = base / "ws", base / "memory.db", base / "knowledge"
+        ws.mkdir()
+        progress(f"iowait: {sizes['memories']:,} memories with embeddings, {sizes['items']} knowledge items")
+        build_store(db, texts, "bench")
+        knowledge_repo(repo, sizes["items"])
+        env = {"SPECACTOR_EMBEDDINGS_URL": url, "SPECACTOR_MEMORY_MODE": "hybrid", "SPECACTOR_MEMORY_DB": str(db),
+               "SPECACTOR_KNOWLEDGE_REPO": str(repo), "SPECACTOR_MEMORY_USER_ID": "bench"}
+        conn = StdioConnection(specactor_spec(ws, env), ws)
+        try:
+            client = Client(conn)
+            client.handshake()
+            cpu0 = procstat.cpu_seconds(conn.pid)
+            peer0 = peer_stats(url)
+            search = _search(client, queries, sizes["search_samples"], sizes["rounds"], progress)
+            peer1 = peer_stats(url)
+            cpu1 = procstat.cpu_seconds(conn.pid)
+            sync = _sync(client, repo, sizes["sync_samples"], sizes["rounds"], progress)
+            cpu2 = procstat.cpu_seconds(conn.pid)
+        finally:
+            exit_code = conn.close(10.0)
+    searches = len(search["c1"]) + len(search["c100"]) + BURST + 20
+    syncs = len(sync["c1"]) + len(sync["c100"]) + BURST + 1
+    ops: dict[str, Any] = {}
+    for name, got, cpu, calls in (("memory_search", search, cpu1 - cpu0, searches),
+                                  ("sync_now", sync, cpu2 - cpu1, syncs)):
+        c1, c100 = _level(got["c1"]), _level(got["c100"])
+        ops[name] = {"c1": c1, "c100": c100, "ratio_p95": c100["p95_ms"] / c1["p95_ms"],
+                     "server_cpu_ms_per_call": cpu * 1000 / calls,
+                     "samples_ms": {"c1": got["c1"], "c100": got["c100"]}}
+    ops["memory_search"]["hits_median"] = search["hits_median"]
+    ops["memory_search"]["embedding_requests"] = peer1["requests"] - peer0["requests"]
+    ops["memory_search"]["embedded_inputs"] = peer1["inputs"] - peer0["inputs"]
+    return {"quick": quick, "sizes": sizes, "delay_ms": DELAY_MS, "dims": DIMS, "burst": BURST, "mode": "hybrid",
+            "operations": ops, "exit_code": exit_code}
+
+
+# ---------------------------------------------------------------------- table and gates
+
+
+def gates(section: dict[str, Any]) -> list[GateResult]:
+    ops = section.get("operations", {})
+    smoke = bool(section.get("quick"))
+    out = []
+    for name in OPS:
+        op = ops.get(name)
+        keys = (f"iowait:{name}:c1:p95", f"iowait:{name}:c100:p95")
+        target = f"P95 at c={BURST} ≤ {IO_RATIO:g} x P95 at c=1"
+        if op is None:
+            out.append(GateResult(f"I/O wait hidden: {name}", target, "skip", "not measured", keys))
+            continue
+        ratio = op["ratio_p95"]
+        verdict = "smoke" if smoke else "pass" if ratio <= IO_RATIO else "fail"
+        out.append(GateResult(f"I/O wait hidden: {name}", target, verdict,
+                              f"c={BURST} p95 {op['c100']['p95_ms']:.1f} ms = {ratio:.2f} x c=1 p95 "
+                              f"{op['c1']['p95_ms']:.1f} ms", keys))
+    out.append(GateResult("I/O wait hidden: graph sync", target, "skip", "the graph sync does not exist yet", ()))
+    p95s = {f"{n} c={c}": ops[n][f"c{c}"]["p95_ms"] for n in OPS if n in ops for c in (1, BURST)}
+    if p95s:
+        worst = max(p95s, key=lambda k: p95s[k])
+        ok = all(v < IO_P95_MS for v in p95s.values())
+        over = [k for k, v in p95s.items() if v >= IO_P95_MS]
+        out.append(GateResult("I/O-waiting P95 at any concurrency", f"every p95 < {IO_P95_MS:g} ms",
+                              "smoke" if smoke else "pass" if ok else "fail",
+                              f"worst {worst} {p95s[worst]:.1f} ms" + (f"; over: {', '.join(over)}" if over else ""),
+                              tuple(f"iowait:{k}" for k in p95s)))
+    return out
+
+
+def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[str]:
+    sizes = section["sizes"]
+    lines = [f"{sizes['memories']:,} memories with {section['dims']}-dim embeddings ({section['mode']} search), "
+             f"{sizes['items']} knowledge items; embeddings endpoint adds {section['delay_ms']:g} ms; stdio, "
+             f"c={section['burst']} = {section['burst']} requests written at once on one connection"
+             + (" (quick: smoke sizes)" if section.get("quick") else ""), "",
+             "| tool | c | n | p50 (ms) | p95 (ms) | p99 (ms) | p95 ÷ c=1 | target | server CPU/call (ms) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for name in OPS:
+        op = section["operations"].get(name)
+        if op is None:
+            continue
+        for c in (1, section["burst"]):
+            lv = op[f"c{c}"]
+            ratio = num(op["ratio_p95"]) + "x" if c != 1 else ""
+            target = f"≤ {IO_RATIO:g}x; p95 < {IO_P95_MS:g} ms" if c != 1 else f"p95 < {IO_P95_MS:g} ms"
+            cpu = num(op["server_cpu_ms_per_call"]) if c == 1 else ""
+            lines.append(f"| {name} | {c} | {lv['n']} | {num(lv['p50_ms'])} | {num(lv['p95_ms'])} | "
+                         f"{num(lv['p99_ms'])} | {ratio} | {target} | {cpu} |")
+    lines.append("| graph sync | | | | | | | not built yet | |")
+    search = section["operations"].get("memory_search")
+    if search:
+        lines += ["", f"memory_search: {search['embedded_inputs']:,} queries embedded in "
+                      f"{search['embedding_requests']:,} requests to the endpoint; median hits {search['hits_median']}"]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.iowait", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes; verdicts are smoke")
+    parser.add_argument("--json", type=Path, help="also write the section as JSON")
+    args = parser.parse_args(argv)
+    section = run(args.quick, lambda msg: print(msg, file=sys.stderr, flush=True))
+    verdicts = gates(section)
+    section["gates"] = [g.as_dict() for g in verdicts]
+    if args.json:
+        args.json.write_bytes(msgspec.json.format(msgspec.json.encode(section), indent=2))
+
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+    print("\n".join(table(section, num)))
+    print()
+    for g in verdicts:
+        print(f"{g.verdict.upper():5} {g.name}: {g.target}: {g.detail}")
+    return 1 if any(g.verdict == "fail" for g in verdicts) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
