@@ -27,7 +27,7 @@ from specactor.protocol.context import Runtime
 from specactor.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from specactor.protocol.frames import Incoming, error_response, parse
 from specactor.protocol.http_rules import ERROR_HEAD
-from specactor.protocol.server import INLINE, OPEN_ENDED, ServerCore
+from specactor.protocol.server import OPEN_ENDED, ServerCore
 from specactor.protocol.session import Session
 
 log = get_logger("specactor.dispatcher")
@@ -84,7 +84,8 @@ class Dispatcher:
         # Admitted-but-unanswered handlers; past this a transport's submit waits, so a client that
         # pipelines without reading cannot grow our memory without bound.
         self._pending = Slots(max(4 * max_concurrency, 256))
-        self._inflight: dict[tuple[str, int | str], trio.CancelScope] = {}
+        # Running handlers: their cancel scope and the trio time past which the sweeper stops them.
+        self._inflight: dict[tuple[str, int | str], tuple[trio.CancelScope, float]] = {}
         self._client_cancelled: set[tuple[str, int | str]] = set()
         self._idle = trio.Event()
         self._idle.set()
@@ -134,14 +135,14 @@ class Dispatcher:
         if request_id is None:
             return
         key = (conn.session.id, request_id)
-        scope = self._inflight.get(key)
-        if scope is not None:
+        running = self._inflight.get(key)
+        if running is not None:
             self._client_cancelled.add(key)
-            scope.cancel()
+            running[0].cancel()
 
     def cancel_all(self, conn: Connection) -> None:
         """Cancel every request of `conn`'s session (it ended)."""
-        for key, scope in list(self._inflight.items()):
+        for key, (scope, _) in list(self._inflight.items()):
             if key[0] == conn.session.id:
                 self._client_cancelled.add(key)
                 scope.cancel()
@@ -159,10 +160,24 @@ class Dispatcher:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._sweep)
                 task_status.started()
                 await trio.sleep_forever()
         finally:
             self._nursery = None
+
+    async def _sweep(self) -> None:
+        """Cancel the handlers past their deadline, a tick at a time (a twentieth of the timeout,
+        between 10 ms and 1 s). A deadline on each request's own scope would be exact, but
+        registering and clearing it cost 2-5 us of a 70 us request (docs/decisions.md); a timeout
+        of minutes does not need to be met to the microsecond."""
+        tick = min(1.0, max(0.01, self.request_timeout / 20))
+        while True:
+            await trio.sleep(tick)
+            if self._inflight:
+                now = trio.current_time()
+                for scope, _ in [r for r in self._inflight.values() if r[1] <= now]:
+                    scope.cancel()
 
     async def _take(self, job: Job, nursery: trio.Nursery) -> None:
         conn = job.conn
@@ -196,7 +211,9 @@ class Dispatcher:
         if refused is not None:
             await self._reply(conn, msg, refused, started)
             return
-        if msg.method in INLINE:
+        if self.core.runs_inline(msg):
+            # Nothing here can wait (or, in a tool's retry backoff after a failure, only briefly),
+            # so a task and cancel scope of its own would buy nothing: they cost 10 us of 70.
             reply = await self.core.respond(msg, conn.session, conn.peer, self.runtime)
             await self._reply(conn, msg, reply, started)
             return
@@ -206,10 +223,10 @@ class Dispatcher:
             await self._pending.take()
         assert msg.id is not None
         key = (conn.session.id, msg.id)
-        # One scope carries both the client's cancel and the request timeout.
+        # One scope carries both the client's cancel and the request timeout (applied by _sweep).
         deadline = math.inf if msg.method in OPEN_ENDED else trio.current_time() + self.request_timeout
-        scope = trio.CancelScope(deadline=deadline)
-        self._inflight[key] = scope
+        scope = trio.CancelScope()
+        self._inflight[key] = (scope, deadline)
         self._busy(+1)
         nursery.start_soon(self._run, conn, msg, scope, key, started)
 
@@ -298,9 +315,9 @@ class Dispatcher:
         if reply is None:
             assert msg.id is not None
             key = (collector.session.id, msg.id)
-            scope = trio.CancelScope(deadline=trio.current_time() + self.request_timeout)
+            scope = trio.CancelScope()
             await self._pending.take()
-            self._inflight[key] = scope
+            self._inflight[key] = (scope, trio.current_time() + self.request_timeout)
             try:
                 with scope:
                     await self.limiter.take()

@@ -9,6 +9,8 @@ Resources and prompts work the same way. Toolsets are filtered at registration t
 from __future__ import annotations
 
 import base64
+import dis
+import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -66,6 +68,21 @@ class ToolEntry:
     handler: RawToolHandler
     toolset: str
     input_type: type[msgspec.Struct] | None = None
+    inline: bool = False  # the handler cannot wait: the dispatcher runs it without a task of its own
+
+
+# Every suspension point of a coroutine (await, async for, async with) compiles to one of these.
+_SUSPENDING_OPS = frozenset({"YIELD_VALUE", "YIELD_FROM", "SEND", "GET_AWAITABLE", "GET_AITER", "GET_ANEXT",
+                             "BEFORE_ASYNC_WITH"})
+
+
+def await_free(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` is an `async def` whose own body has no await, `async for` or `async with`:
+    calling it runs to the end in one step, so it can never wait on anything (nor be cancelled
+    midway). Anything else (a wrapper, a partial, an object with `__call__`) counts as waiting."""
+    if not inspect.iscoroutinefunction(fn) or not hasattr(fn, "__code__"):
+        return False
+    return not any(ins.opname in _SUSPENDING_OPS for ins in dis.get_instructions(fn.__code__))
 
 
 @dataclass
@@ -130,13 +147,18 @@ class Registry:
     # ------------------------------------------------------------------ tools
 
     def add_tool(self, tool: Tool, handler: RawToolHandler, *, toolset: str = "core",
-                 input_type: type[msgspec.Struct] | None = None) -> None:
-        """Low level: register a wire `Tool` with a handler that gets the raw arguments."""
+                 input_type: type[msgspec.Struct] | None = None, inline: bool | None = None) -> None:
+        """Low level: register a wire `Tool` with a handler that gets the raw arguments.
+
+        `inline` (default: whether `handler` is `await_free`) says the call cannot wait, so the
+        dispatcher may run it in the transport's task instead of a task and cancel scope of its own.
+        """
         if not self.wants(toolset):
             return
         if tool.name in self.tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
-        self.tools[tool.name] = ToolEntry(tool, handler, toolset, input_type)
+        self.tools[tool.name] = ToolEntry(tool, handler, toolset, input_type,
+                                          await_free(handler) if inline is None else inline)
         self._changed("tools")
 
     def remove_tool(self, name: str) -> None:
@@ -194,7 +216,9 @@ class Registry:
                 title=title if title is not None else UNSET,
                 annotations=annotations if annotations is not None else UNSET,
             )
-            self.add_tool(tool, handle, toolset=toolset, input_type=input)
+            # `handle` awaits only `fn` (and, after a provider failure, the retry backoff): it
+            # cannot wait when `fn` cannot.
+            self.add_tool(tool, handle, toolset=toolset, input_type=input, inline=await_free(fn))
             return fn
 
         return register

@@ -222,6 +222,14 @@ class ServerCore:
                 ctx.request_state = self.signer.open(scope_of(msg.method, params), params.requestState)
         return ctx
 
+    def runs_inline(self, msg: Incoming) -> bool:
+        """Whether an admitted request is answered in the transport's task: the cheap methods of
+        INLINE, and calls of tools whose handler cannot wait (`ToolEntry.inline`)."""
+        if msg.method == "tools/call":
+            entry = self.registry.tools.get(msg.decoded.name)
+            return entry is not None and entry.inline
+        return msg.method in INLINE
+
     async def respond(self, msg: Incoming, session: Session, peer: Peer, runtime: Runtime) -> bytes:
         """The reply to an admitted request: a result, or an error that never leaks a traceback."""
         assert msg.id is not None

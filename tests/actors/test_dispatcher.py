@@ -281,3 +281,32 @@ async def test_a_parse_error_reply_conforms_to_the_negotiated_schema(tmp_path: P
             data = await client.receive()
         assert data["error"]["code"] == -32700
         validate("2025-11-25", msgspec.json.decode(client.raw[-1]))
+
+
+async def test_a_tool_that_cannot_wait_is_answered_at_once_while_one_that_waits_holds_its_task(
+        tmp_path: Path) -> None:
+    gate = Gate()
+    async with server(tmp_path, gate) as client:
+        await send_call(client, "slow", "block", "slow")
+        await gate.until(lambda: gate.entered == ["slow"])
+        with trio.fail_after(WAIT):
+            reply = await client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert reply["result"]["structuredContent"]["data"] == {"text": "hi"}
+        assert client.app.dispatcher.in_flight == 1  # only the waiting tool has a task and a cancel scope
+        gate.release.set()
+        with trio.fail_after(WAIT):
+            slow = await client.reply_for("slow")
+        assert slow["result"]["structuredContent"]["data"] == {"key": "slow"}
+
+
+async def test_the_timeout_sweeper_spares_requests_inside_their_time(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    gate = Gate()
+    async with server(tmp_path, gate, request_timeout=0.5) as client:
+        await send_call(client, 1, "block", "in-time")
+        await gate.until(lambda: gate.entered == ["in-time"])
+        await trio.sleep(0.45)  # (virtual time) many sweeper ticks of 25 ms pass; the deadline does not
+        gate.release.set()
+        with trio.fail_after(WAIT):
+            reply = await client.reply_for(1)
+        assert reply["result"]["structuredContent"]["data"] == {"key": "in-time"} and gate.cancelled == []

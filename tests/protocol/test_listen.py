@@ -49,4 +49,5 @@ async def test_cancelling_a_listen_request_ends_it_without_a_reply(memory_client
 async def test_a_modern_listen_request_is_not_timed_out(memory_client: MemoryClient) -> None:
     await listen(memory_client, "long", resourceSubscriptions=["test://static-text"])
     key = next(iter(memory_client.app.dispatcher._inflight))
-    assert memory_client.app.dispatcher._inflight[key].deadline == float("inf")
+    scope, deadline = memory_client.app.dispatcher._inflight[key]
+    assert deadline == float("inf") and scope.deadline == float("inf")
