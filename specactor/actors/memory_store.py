@@ -142,7 +142,11 @@ def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
     ideal = scoring.ideal_score(rows, hits)
     tag_sql, tag_args = _tag_filter(sorted(set(spec.tags)))
     lexical_only = spec.mode == "lexical"
-    cut = scoring.bm25_cut(spec.threshold, ideal) * (1 - 1e-9) if lexical_only else 0.0
+    need = scoring.lexical_needed(spec.mode, spec.threshold)
+    cut = scoring.bm25_cut(need, ideal) * (1 - 1e-9)
+    # Hybrid at a threshold above 0.5: a memory the lexical pass did not find cannot reach it, so only
+    # the lexical pass's finds are scored by cosine (the same results, without a scan of every vector).
+    pruned = spec.mode == "hybrid" and need > 0.0
     found: list[tuple[int, float, int]] = []
     # Stored vectors are unit length (emb.pack), so with the query's scaled once each cosine is a dot product.
     query = scoring.unit(spec.query_vector) if spec.query_vector is not None and not lexical_only else None
@@ -159,9 +163,11 @@ def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
                                                                    *tag_args)):
                 lexical[rowid] = scoring.lexical_score(bm25, ideal)
         semantic: dict[int, float] = {}
-        if query is not None:
-            for rowid, blob in conn.execute("SELECT rowid, embedding FROM memories WHERE rowid BETWEEN ? AND ? AND "
-                                            f"embedding IS NOT NULL AND orphaned = 0{tag_sql}", (lo, hi, *tag_args)):
+        if query is not None and (lexical or not pruned):
+            where, args = (("rowid IN (SELECT value FROM json_each(?))", [_json(sorted(lexical))]) if pruned
+                           else (f"rowid BETWEEN ? AND ?{tag_sql}", [lo, hi, *tag_args]))
+            for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM memories WHERE {where} AND "
+                                            "embedding IS NOT NULL AND orphaned = 0", args):
                 semantic[rowid] = scoring.unit_cosine(query, emb.unpack(blob).tolist())
         for rowid in lexical.keys() | semantic.keys():
             score = scoring.fuse(spec.mode, lexical.get(rowid, 0.0), semantic.get(rowid, 0.0))

@@ -103,6 +103,17 @@ def bm25_cut(threshold: float, ideal: float) -> float:
     return threshold * ideal
 
 
+def lexical_needed(mode: Mode, threshold: float) -> float:
+    """The least lexical score with which a memory can still reach `threshold` in `mode`: all of it in
+    lexical mode; in hybrid mode the cosine adds at most 1, so (lexical + 1) / 2 >= threshold needs
+    lexical >= 2 * threshold - 1 (nothing below 0.5); semantic mode does not look at it."""
+    if mode == "lexical":
+        return threshold
+    if mode == "hybrid":
+        return max(0.0, 2.0 * threshold - 1.0)
+    return 0.0
+
+
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity clipped into [0, 1]; 0 for a zero or mismatched vector."""
     if len(a) != len(b) or not a:
