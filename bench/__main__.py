@@ -4,6 +4,7 @@
     python -m bench --transport http    # only Streamable HTTP (~55 s)
     python -m bench --quick --no-gates  # the CI smoke test: small samples, always exit 0
     python -m bench --transport none    # only the toolset workloads (--toolsets all|none|airsspec,...)
+    python -m bench --no-pertool        # without the per-tool stage (every tool, resource, prompt at c=1, c=100)
 
 Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on stderr);
 2 the harness itself broke (a server died, hung, or answered wrongly; a toolset workload crashed
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from bench.harness import Config, ServerRun, measure
 from bench.http_harness import HttpConfig, HttpRun, measure_http
+from bench.pertool import run as run_pertool
 from bench.report import build, utc_now, write
 from bench.servers import ORDER, server_specs
 from bench.toolsets import NAMES as TOOLSETS
@@ -49,6 +51,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--toolsets", default="all",
                         help=f"toolset workloads after the transports: all (default), none, or a "
                         f"comma-separated subset of {','.join(TOOLSETS)}")
+    parser.add_argument("--pertool", action=argparse.BooleanOptionalAction, default=True,
+                        help="per-tool latency of every tool, resource and prompt of `specactor serve`, c=1 and "
+                        "c=100, over the transports chosen (default on; see bench/pertool.py)")
     parser.add_argument("--http-rounds", type=int,
                         help=f"HTTP rounds per target and concurrency (default {HTTP_FULL.rounds})")
     parser.add_argument("--http-slice", type=float,
@@ -124,11 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as err:
         print(f"bench: HARNESS ERROR: {err}", file=sys.stderr)
         return 2
+    pertool_transports = {"stdio": ["stdio"], "http": ["http"], "all": ["stdio", "http"]}.get(args.transport, [])
+    pertool = run_pertool(args.quick, progress, pertool_transports) if args.pertool and pertool_transports else None
     toolsets = run_toolsets(args.toolsets, args.quick, progress) if args.toolsets else None
     name = {"all": "stdio + Streamable HTTP", "http": "Streamable HTTP"}.get(args.transport, args.transport)
     doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
                 gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
-                loadavg_start=loadavg_start, toolsets=toolsets)
+                loadavg_start=loadavg_start, toolsets=toolsets, pertool=pertool)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot
@@ -147,8 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     print((args.out / "latest.md").read_text())
     print(f"results: {stamped}  ({args.out / 'latest.md'}, latest.png)")
     broken = {k: v["error"] for k, v in (toolsets or {}).items() if v["error"]}
+    broken.update({f"per-tool {k}": v["error"] for k, v in (pertool or {}).get("transports", {}).items()
+                   if v["error"]})
     for key, error in broken.items():
-        print(f"bench: HARNESS ERROR: toolset {key}: {error}", file=sys.stderr)
+        print(f"bench: HARNESS ERROR: {key if key.startswith('per-tool') else 'toolset ' + key}: {error}",
+              file=sys.stderr)
     failed = [g for g in doc["gates"] if g["verdict"] == "fail"]
     for g in doc["gates"]:
         print(f"{g['verdict'].upper():4}  {g['name']}: {g['detail'] or g['target']}")

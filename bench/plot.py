@@ -2,7 +2,10 @@
 
 - stdio: latency CDF of single calls (log x) and the spread of burst-100 latencies;
 - Streamable HTTP: p95 latency against concurrency (every target's line side by side),
-  throughput against concurrency, and the latency CDF at the lowest and highest concurrency.
+  throughput against concurrency, and the latency CDF at the lowest and highest concurrency;
+- per tool (`bench.pertool`), per transport: the latency CDF at c=1 of every operation pooled and
+  of spec_list, beside the SDK peer's spec_list and echo and the floor's echo; and P95 at c=1
+  against c=100, one line per operation, the peers' lines beside them.
 
 Rendered with matplotlib's Agg backend (no display needed) to `<out>/latest.png`, from the
 samples stored in the results document, so any stored JSON can be re-plotted.
@@ -23,7 +26,8 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r, present in (("stdio", bool(doc["servers"])), ("http", bool(doc.get("http")))) if present]
+    rows = [r for r, present in (("stdio", bool(doc["servers"])), ("http", bool(doc.get("http"))),
+                                 ("pertool", bool((doc.get("pertool") or {}).get("transports")))) if present]
     if not rows:
         return
     fig = plt.figure(figsize=(15, 5.2 * len(rows)), layout="constrained")
@@ -31,8 +35,10 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     for sub, row in zip(subfigs, rows, strict=True):
         if row == "stdio":
             _stdio(sub, doc)
-        else:
+        elif row == "http":
             _http(sub, doc)
+        else:
+            _pertool(sub, doc)
     fig.suptitle(f"specactor bench {doc['timestamp']} — {doc['verdict']} — load average "
                  + " / ".join(f"{v:.2f}" for v in doc["machine"]["loadavg"]), fontsize=10)
     fig.savefig(path, dpi=100)
@@ -128,3 +134,54 @@ def _http(sub: Any, doc: dict[str, Any]) -> None:
                                                                                        else ""))
     cdf.grid(True, which="both", alpha=0.3)
     cdf.legend(loc="lower right", fontsize=6, ncol=2)
+
+
+def _pertool(sub: Any, doc: dict[str, Any]) -> None:
+    plain, _ = _formatters()
+    section = doc["pertool"]
+    transports = section["transports"]
+    axes = sub.subplots(1, 2 * len(transports), squeeze=False)[0]
+    burst = section["plan"]["burst"]
+    for k, (name, entry) in enumerate(transports.items()):
+        cdf, p95 = axes[2 * k], axes[2 * k + 1]
+        lines = [("specactor, every operation", entry.get("cdf_ms"), COLORS["specactor"], "-"),
+                 ("specactor spec_list", entry["ops"].get("tool:spec_list", {}).get("cdf_ms"), COLORS["specactor"],
+                  "--")]
+        peers = entry.get("peers", {})
+        lines += [("SDK peer spec_list", peers.get("sdk:spec_list", {}).get("cdf_ms"), COLORS["sdk"], "--"),
+                  ("SDK peer echo", peers.get("sdk:echo", {}).get("cdf_ms"), COLORS["sdk"], "-"),
+                  ("floor echo", peers.get("floor:echo", {}).get("cdf_ms"), COLORS["floor"], "-")]
+        for label, values, color, dash in lines:
+            if values:
+                n = len(values)
+                cdf.step(values, [(i + 1) / n for i in range(n)], where="post", color=color, linestyle=dash,
+                         label=label)
+        cdf.set_xscale("log")
+        cdf.xaxis.set_major_formatter(plain)
+        cdf.set_xlabel("latency (ms, log)")
+        cdf.set_ylabel("fraction of calls ≤ x")
+        cdf.set_title(f"per tool, {name}: latency CDF at c=1")
+        cdf.grid(True, which="both", alpha=0.3)
+        cdf.legend(loc="lower right", fontsize=7)
+
+        for key, fig in entry["ops"].items():
+            if fig.get("p95_ms") is not None and fig.get("p95_c100_ms") is not None:
+                p95.plot([1, burst], [fig["p95_ms"], fig["p95_c100_ms"]], color=COLORS["specactor"], alpha=0.3,
+                         linewidth=0.8, marker=".", label="specactor, one line per operation"
+                         if key == next(iter(entry["ops"])) else None)
+        for key, fig in peers.items():
+            server, tool = key.split(":")
+            color = COLORS["sdk" if server == "sdk" else "floor"]
+            p95.plot([1, burst], [fig["p95_ms"], fig["p95_c100_ms"]], color=color, linewidth=2, marker="o",
+                     linestyle="--" if tool == "spec_list" else "-",
+                     label=f"{'SDK peer' if server == 'sdk' else 'floor'} {tool}")
+        p95.axhline(200, color="black", linewidth=0.8, linestyle=":", label="gate: 200 ms")
+        p95.set_xscale("log")
+        p95.set_yscale("log")
+        p95.set_xticks([1, burst], ["1", str(burst)])
+        p95.yaxis.set_major_formatter(plain)
+        p95.set_xlabel("requests in flight (c)")
+        p95.set_ylabel("p95 latency (ms, log)")
+        p95.set_title(f"per tool, {name}: p95 at c=1 and c={burst}")
+        p95.grid(True, which="both", alpha=0.3)
+        p95.legend(fontsize=7)

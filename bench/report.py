@@ -3,8 +3,9 @@
 `build` gathers every figure, the raw samples, the machine (load average at start and end
 included), the exact command line and the gate verdicts into one JSON-able dict: the stdio
 results at the top level (`servers`, `ratios`, `config`; empty when stdio was not run), the
-Streamable HTTP results under `http` (`bench.http_report`; null when not run), the toolset
-workloads under `toolsets` (`bench.toolsets`; null when not run). `write` stores
+Streamable HTTP results under `http` (`bench.http_report`; null when not run), the per-tool
+stage under `pertool` (`bench.pertool`; null when not run), the toolset workloads under
+`toolsets` (`bench.toolsets`; null when not run). `write` stores
 it as `<out>/<UTC stamp>.json` and `<out>/latest.json`, and renders `<out>/latest.md`: per
 transport one row per measure, one column per server, the ratios, the target and the verdict.
 """
@@ -28,6 +29,8 @@ from bench.gates import GateResult, evaluate, overall
 from bench.harness import Config, ServerRun
 from bench.http_harness import HttpConfig, HttpRun
 from bench.http_report import section, table
+from bench.pertool import gates as pertool_gates
+from bench.pertool import table as pertool_table
 from bench.stats import ratio
 from bench.toolsets import table as toolset_table
 
@@ -65,7 +68,8 @@ def _round(values: list[float], digits: int = 3) -> list[float]:
 def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: datetime,
           duration_s: float, gates_enforced: bool, argv: list[str],
           http_runs: dict[str, HttpRun] | None = None, http_cfg: HttpConfig | None = None,
-          loadavg_start: list[float] | None = None, toolsets: dict[str, Any] | None = None) -> dict[str, Any]:
+          loadavg_start: list[float] | None = None, toolsets: dict[str, Any] | None = None,
+          pertool: dict[str, Any] | None = None) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     figs: dict[str, dict[str, float | None]] = {}
     for key, run in runs.items():
@@ -95,6 +99,7 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
     }
     http = section(http_runs, http_cfg or HttpConfig()) if http_runs is not None else None
     gates = evaluate(figs, http["figures"] if http is not None else None, toolsets)
+    gates += pertool_gates(pertool) if pertool else []
     return {
         "schema": 2,
         "timestamp": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -109,6 +114,7 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
         "ratios": ratios,
         "http": http,
         "toolsets": toolsets,
+        "pertool": pertool,
         "gates": [g.as_dict() for g in gates],
         "gates_enforced": gates_enforced,
         "verdict": overall(gates),
@@ -147,6 +153,8 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", "## stdio", "", *_stdio_table(doc, gates)]
     if doc.get("http"):
         lines += ["", *table(doc["http"], gates, _num, _ratio)]
+    if doc.get("pertool"):
+        lines += ["", *pertool_table(doc["pertool"], _num)]
     if doc.get("toolsets"):
         lines += ["", *toolset_table(doc["toolsets"], gates, _num)]
     lines += ["", "## Gates", ""]
