@@ -48,7 +48,7 @@ from bench.transport import HarnessError, Reply, ServerSpec
 from bench.workloads.memory import Corpus, git, knowledge_repo
 
 FULL = {"memories": 2000, "items": 200, "search_samples": 300, "semantic_samples": 100, "sync_samples": 40,
-        "rounds": 5}
+        "rounds": 10}
 QUICK = {"memories": 300, "items": 50, "search_samples": 40, "semantic_samples": 20, "sync_samples": 8, "rounds": 2}
 DELAY_MS = 20.0
 DIMS = 256
