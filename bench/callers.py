@@ -47,10 +47,14 @@ class StdioCaller:
         self.conn = StdioConnection(spec, root)
         self.pid = self.conn.pid
         self._ids = 1
-        init = self.conn.request_many([(1, request(1, "initialize", INITIALIZE_PARAMS))], timeout)[0]
-        if init.error is not None:
-            raise self.fail(f"initialize: {init.error!r}")
-        self.conn.notify(INITIALIZED)
+        try:
+            init = self.conn.request_many([(1, request(1, "initialize", INITIALIZE_PARAMS))], timeout)[0]
+            if init.error is not None:
+                raise self.fail(f"initialize: {init.error!r}")
+            self.conn.notify(INITIALIZED)
+        except HarnessError:
+            self.conn.close(2.0)
+            raise
 
     def fail(self, what: str) -> HarnessError:
         return HarnessError(f"{self.label} (stdio, pid {self.pid}): {what}\n--- stderr tail ---\n"
@@ -80,9 +84,13 @@ class HttpCaller:
         self.timeout = timeout
         self.server = HttpServer(spec, root)
         self.pid = self.server.pid
-        self.endpoint = self.server.wait_ready(timeout)
-        self.main = self._worker(retry=True)
         self.pool: list[Worker] = []
+        try:
+            self.endpoint = self.server.wait_ready(timeout)
+            self.main = self._worker(retry=True)
+        except HarnessError:
+            self.server.close(2.0)
+            raise
 
     def fail(self, what: str) -> HarnessError:
         return self.server.fail(what)

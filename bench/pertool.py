@@ -90,15 +90,19 @@ def _specs(root: Path) -> dict[str, ServerSpec]:
 
 
 def _check(caller: Caller, op: Op, params: dict[str, Any], reply: dict[str, Any]) -> None:
-    """A reply the catalogue did not expect is a harness error; an expected one feeds its pool."""
-    failed = "error" in reply
+    """A reply the catalogue did not expect is a harness error; an expected one feeds its pool.
+
+    A JSON-RPC error is never expected: `expect_error` means the tool's own error result
+    (`isError`, `success: false`), as `init` answers on an initialised workspace.
+    """
     result: dict[str, Any] = reply.get("result") or {}
+    failed = "error" in reply
     if not failed and op.kind == "tool":
         content = result.get("structuredContent")
         failed = bool(result.get("isError")) or (isinstance(content, dict) and content.get("success") is False)
     elif not failed:
         failed = not (result.get("contents") if op.method == "resources/read" else result.get("messages"))
-    if failed != op.expect_error:
+    if "error" in reply or failed != op.expect_error:
         what = "answered" if failed else "did not answer the expected error"
         raise caller.fail(f"{op.key} {what}: params {json.dumps(params)[:300]} -> {json.dumps(reply)[:600]}")
     if op.after is not None and not failed:

@@ -96,3 +96,17 @@ def test_the_gate_passes_below_200_ms_is_smoke_when_quick_and_fails_when_the_har
     assert pertool.gates(_section(150.0, 199.9))[0].verdict == "pass"
     assert pertool.gates(_section(1.0, 500.0, quick=True))[0].verdict == "smoke"
     assert pertool.gates(_section(1.0, 1.0, error="server died"))[0].verdict == "fail"
+
+
+def test_a_reply_is_checked_against_what_the_catalogue_expects() -> None:
+    ok = {"result": {"structuredContent": {"success": True, "data": {}}}}
+    refused = {"result": {"isError": True, "structuredContent": {"success": False}}}
+    rpc_error = {"error": {"code": -32602, "message": "bad params"}}
+    plain, init = catalog.Op("tool", "list", dict), catalog.Op("tool", "init", dict, expect_error=True)
+    pertool._check(_Caller(), plain, {}, ok)  # type: ignore[arg-type]
+    pertool._check(_Caller(), init, {}, refused)  # type: ignore[arg-type]
+    for op, reply in ((plain, refused), (init, ok), (init, rpc_error), (plain, rpc_error)):
+        with pytest.raises(HarnessError):
+            pertool._check(_Caller(), op, {}, reply)  # type: ignore[arg-type]
+    with pytest.raises(HarnessError):  # a resource read with no contents
+        pertool._check(_Caller(), catalog.Op("resource", "x://y", dict), {}, {"result": {"contents": []}})  # type: ignore[arg-type]
