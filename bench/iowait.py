@@ -6,18 +6,25 @@ specactor serves a workspace over stdio (`python -m specactor serve`, every defa
 a memory store of `memories` memories, each with its embedding, and a git knowledge repository of
 `items` policies. Two tools wait on I/O:
 
-- `memory_search` (hybrid mode, the default with an embeddings URL): the query is embedded by a
-  fake OpenAI-compatible endpoint (`bench/peers/embeddings.py`, its own process) that answers
-  after 20 ms of asynchronous sleep, then scored against every memory's vector;
+- `memory_search`: the query is embedded by a fake OpenAI-compatible endpoint
+  (`bench/peers/embeddings.py`, its own process) that answers after 20 ms of asynchronous sleep,
+  then scored; once in hybrid mode (the default with an embeddings URL: above threshold 0.5 only
+  the lexical finds are scored by cosine) and once in semantic mode (every memory's vector is
+  scored, a CPU-bound scan), each by its own server process;
 - `sync_now` after a commit to the knowledge repository: git subprocesses (rev-parse, ls-tree,
   diff, cat-file) and one SQLite transaction. Every reply must name the commit made before the
   request was sent (a sync that missed it is a harness error).
 
 The graph sync would be the third; it does not exist yet (its gate row says so).
 
+Sizes (full): 2,000 memories, a few thousand as a working store holds: enough that the lexical pass
+does real FTS5 work, while semantic mode's pure-Python scan (about 10 us per memory) stays near
+20 ms a search, so the figures still show the waiting beside the CPU; 200 knowledge items.
+
 c=1: `samples` requests one after another (for sync_now, a commit before each, untimed).
-c=100: `rounds` rounds (after one unrecorded) of 100 requests written at once on the one stdio
-connection, each timed from the write to its own reply (for sync_now, one commit per round).
+c=100: `rounds` rounds (`sync_rounds` for sync_now; after one unrecorded) of 100 requests written
+at once on the one stdio connection, each timed from the write to its own reply (for sync_now,
+one commit per round). Server CPU (/proc) is read around each level.
 Gates (bench/gates.py, "I/O-waiting and open loop"): P95 at c=100 ≤ 1.5 x P95 at c=1, per tool;
 every P95 < 200 ms. `--quick` is a smoke test: smaller sizes, verdicts "smoke", exit 0.
 """
@@ -47,9 +54,12 @@ from bench.stdio_driver import StdioConnection
 from bench.transport import HarnessError, Reply, ServerSpec
 from bench.workloads.memory import Corpus, git, knowledge_repo
 
-FULL = {"memories": 2000, "items": 200, "search_samples": 300, "semantic_samples": 100, "sync_samples": 40,
-        "rounds": 10}
-QUICK = {"memories": 300, "items": 50, "search_samples": 40, "semantic_samples": 20, "sync_samples": 8, "rounds": 2}
+# A c=100 round's replies share one sync (or one burst's CPU), so rounds, not replies, are the independent
+# samples: sync_now, cheap, gets many.
+FULL = {"memories": 2000, "items": 200, "search_samples": 300, "semantic_samples": 100, "sync_samples": 100,
+        "rounds": 10, "sync_rounds": 30}
+QUICK = {"memories": 300, "items": 50, "search_samples": 40, "semantic_samples": 20, "sync_samples": 8, "rounds": 2,
+         "sync_rounds": 2}
 DELAY_MS = 20.0
 DIMS = 256
 BURST = 100
@@ -272,7 +282,7 @@ def run(quick: bool, progress: Callable[[str], None]) -> dict[str, Any]:
             ops[name] = _serve(ws, {**env, "SPECACTOR_MEMORY_MODE": mode}, searches)
 
         def syncs(client: Client, pid: int) -> dict[str, Any]:
-            return _op(_sync(client, pid, repo, sizes["sync_samples"], sizes["rounds"], progress))
+            return _op(_sync(client, pid, repo, sizes["sync_samples"], sizes["sync_rounds"], progress))
 
         ops["sync_now"] = _serve(ws, env, syncs)
     return {"quick": quick, "sizes": sizes, "delay_ms": DELAY_MS, "dims": DIMS, "burst": BURST, "operations": ops}

@@ -349,10 +349,11 @@ def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[s
              f"{section['period_ms']:g} ms, latency from the due time; mix: {', '.join(section['mix'])}. "
              f"Workspace: {sizes['airsspec_specs']} AirsSpec specs, {sizes['openspec_specs']} OpenSpec specs + "
              f"{sizes['openspec_changes']} changes, {sizes['memories']:,} memories"
-             + (" (quick: smoke sizes)" if section.get("quick") else ""), "",
+             + (" (quick: smoke sizes)" if section.get("quick") else "")
+             + ". CPU demand = offered calls/s x server CPU per call: above 1, one interpreter cannot keep up", "",
              "| clients | n | offered (calls/s) | achieved (calls/s) | p50 (ms) | p95 (ms) | p99 (ms) | "
-             "p95 ÷ one client | target | sent late | server CPU/call (ms) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+             "p95 ÷ one client | target | sent > 1 ms late | server CPU/call (ms) | CPU demand (cores) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for key in ("single", "open"):
         lv = section[key]
         ratio = num(section["ratio_p95"]) + "x" if key == "open" else ""
@@ -360,7 +361,8 @@ def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[s
                   else f"p95 < {OPEN_LOOP_P95_MS:g} ms")
         lines.append(f"| {lv['clients']} | {lv['n']:,} | {num(lv['offered_per_s'])} | {num(lv['achieved_per_s'])} | "
                      f"{num(lv['p50_ms'])} | {num(lv['p95_ms'])} | {num(lv['p99_ms'])} | {ratio} | {target} | "
-                     f"{lv['late_sends']:,} | {num(lv['server_cpu_ms_per_call'])} |")
+                     f"{lv['late_sends']:,} | {num(lv['server_cpu_ms_per_call'])} | "
+                     f"{num(lv['offered_per_s'] * lv['server_cpu_ms_per_call'] / 1000)} |")
     lines += ["", "| operation | p50, 1 client (ms) | p95, 1 client (ms) | p50, 100 clients (ms) | "
                   "p95, 100 clients (ms) |", "|---|---:|---:|---:|---:|"]
     for name in section["mix"]:
