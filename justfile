@@ -29,6 +29,6 @@ bench *args:
 conformance *args:
     {{python}} -m tests.conformance.run {{args}}
 
-# hypothesis tool-input and protocol-frame fuzzing, for longer, with a stored example database
+# hypothesis fuzzing, 2000 examples a test: tool inputs, and frames sent to a live stdio server (database: .hypothesis/)
 fuzz *args:
-    SPECACTOR_FUZZ=1 {{python}} -m pytest -p no:cacheprovider tests/properties -q {{args}}
+    SPECACTOR_FUZZ=1 {{python}} -m pytest -p no:cacheprovider tests/properties tests/fuzz -q {{args}}
