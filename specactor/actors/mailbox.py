@@ -37,12 +37,12 @@ class Letter(Generic[M]):
     _reply: trio.MemorySendChannel[outcome.Outcome[Any]] | None = None
 
     def reply(self, value: Any) -> None:
-        self._answer(outcome.Value(value))
+        self.answer(outcome.Value(value))
 
     def fail(self, exc: BaseException) -> None:
-        self._answer(outcome.Error(exc))
+        self.answer(outcome.Error(exc))
 
-    def _answer(self, result: outcome.Outcome[Any]) -> None:
+    def answer(self, result: outcome.Outcome[Any]) -> None:
         if self._reply is None:
             return
         try:

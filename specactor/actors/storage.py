@@ -9,6 +9,7 @@ symlink that leads out of it is refused.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+import outcome
 import trio
 
 from specactor.actors.mailbox import Mailbox
@@ -239,11 +241,14 @@ class Tx:
     writes: dict[str, bytes | None] = field(default_factory=dict)
     volatile: set[str] = field(default_factory=set)
     paths: dict[str, Path] = field(default_factory=dict)  # checked targets of `writes`, resolved once
+    base: Tx | None = None  # the earlier transactions of a group commit, not yet on disk
 
     def read(self, rel: str) -> bytes | None:
         key = normal_relative(rel)  # "./a" and "d//a" are the same files as "a" and "d/a"
         if key in self.writes:
             return self.writes[key]
+        if self.base is not None and key in self.base.writes:
+            return self.base.writes[key]
         path = resolve_inside(self.root, key)
         try:
             return path.read_bytes()
@@ -268,10 +273,32 @@ class Tx:
         self.writes.pop(key, None)
         self.writes[key] = None
 
+    def absorb(self, other: Tx) -> None:
+        """Take `other`'s writes as if they had been made here, after this one's own."""
+        for key, data in other.writes.items():
+            self.writes.pop(key, None)
+            self.writes[key] = data
+            self.paths[key] = other.paths[key]
+            if key in other.volatile:
+                self.volatile.add(key)
+            else:
+                self.volatile.discard(key)
+
+    def commit(self) -> None:
+        """Apply the staged writes and deletes (`commit`)."""
+        writes = [(self.paths[rel], data) for rel, data in self.writes.items() if data is not None]
+        deletes = [self.paths[rel] for rel, data in self.writes.items() if data is None]
+        commit(writes, deletes, frozenset(self.paths[rel] for rel in self.volatile))
+
 
 @dataclass(frozen=True)
 class Transact:
     fn: Callable[[Tx], Any]
+
+
+# A group commit takes at most the mailbox's worth of transactions: what queued up while the
+# previous group was committing.
+GROUP_MAX = 64
 
 
 class StorageActor:
@@ -286,7 +313,8 @@ class StorageActor:
         # Writers wait for their answer, so the queue holds at most one letter per in-flight
         # request; 64 lets a burst queue up without the callers blocking on the send itself.
         self.mailbox: Mailbox[Transact] = Mailbox("storage", 64)
-        self.commits = 0
+        self.commits = 0  # transactions committed
+        self.groups = 0  # group commits (each one round of fsyncs)
 
     # ------------------------------------------------------------------ client API
 
@@ -315,14 +343,22 @@ class StorageActor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         async for letter in self.mailbox:
-            with letter:
+            group = [letter]  # and whatever queued up while the last group committed
+            while len(group) < GROUP_MAX:
+                try:
+                    group.append(self.mailbox.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            with contextlib.ExitStack() as answered:
+                for one in group:
+                    answered.enter_context(one)
                 try:
                     # Never abandoned on cancel: a commit in progress finishes.
-                    result = await trio.to_thread.run_sync(self._run_tx, letter.body.fn)
-                except Exception as exc:
-                    letter.fail(exc)
-                else:
-                    letter.reply(result)
+                    results = await trio.to_thread.run_sync(self._run_group, [one.body.fn for one in group])
+                except Exception as exc:  # the workspace lock could not be had: nothing ran
+                    results = [outcome.Error(exc)] * len(group)
+                for one, result in zip(group, results, strict=True):
+                    one.answer(result)
 
     def transact_blocking(self, fn: Callable[[Tx], T]) -> T:
         """`transact` for code already on a worker thread (or a storage rooted elsewhere that no
@@ -334,11 +370,34 @@ class StorageActor:
         with self._locked():
             tx = Tx(self.root)
             result = fn(tx)
-            writes = [(tx.paths[rel], data) for rel, data in tx.writes.items() if data is not None]
-            deletes = [tx.paths[rel] for rel, data in tx.writes.items() if data is None]
-            commit(writes, deletes, frozenset(tx.paths[rel] for rel in tx.volatile))
+            tx.commit()
             self.commits += 1
             return result
+
+    def _run_group(self, fns: list[Callable[[Tx], Any]]) -> list[outcome.Outcome[Any]]:
+        """Group commit: run queued transactions one after another under one lock, each reading
+        the workspace as the ones before it left it, then commit what they wrote in one go (one
+        round of fsyncs for the lot). A transaction that raises is left out and fails alone; if
+        the commit fails, every one of them fails and none is acknowledged."""
+        with self._locked():
+            group = Tx(self.root)
+            results: list[outcome.Outcome[Any]] = []
+            for fn in fns:
+                tx = Tx(self.root, base=group)
+                try:
+                    value = fn(tx)
+                except Exception as exc:
+                    results.append(outcome.Error(exc))
+                    continue
+                group.absorb(tx)
+                results.append(outcome.Value(value))
+            try:
+                group.commit()
+            except Exception as exc:
+                return [outcome.Error(exc) if isinstance(r, outcome.Value) else r for r in results]
+            self.commits += sum(isinstance(r, outcome.Value) for r in results)
+            self.groups += 1
+            return results
 
     def _locked(self) -> _FileLock:
         return _FileLock(self.lock_path)

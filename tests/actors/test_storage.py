@@ -9,11 +9,14 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -342,3 +345,83 @@ async def test_a_volatile_write_commits_atomically_with_the_durable_ones(tmp_pat
     assert (tmp_path / "index" / ".journal").read_bytes() == b"1"
     assert (tmp_path / "index" / "data.md").read_bytes() == b"payload"
     assert not [p for p in (tmp_path / "index").iterdir() if p.name.endswith(".tmp")]
+
+
+# ---------------------------------------------------------------------- group commit
+
+
+class Held:
+    """A first transaction that holds the actor (in its worker thread) until released, so that
+    the next ones queue up behind it and are taken as one group."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, tx: Tx) -> None:
+        self.started.set()
+        self.release.wait(WAIT)
+        tx.write("counter", b"0")
+
+    async def behind(self, storage: StorageActor, fns: list[Callable[[Tx], Any]]) -> list[Any]:
+        """Run `fns` queued behind this transaction; their outcomes, in order."""
+        results: list[Any] = [None] * len(fns)
+
+        async def one(i: int, fn: Callable[[Tx], Any]) -> None:
+            try:
+                results[i] = await storage.transact(fn)
+            except Exception as exc:
+                results[i] = exc
+
+        with trio.fail_after(WAIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(storage.transact, self)
+                await trio.to_thread.run_sync(self.started.wait, WAIT)
+                for i, fn in enumerate(fns):
+                    nursery.start_soon(one, i, fn)
+                await trio.testing.wait_all_tasks_blocked()
+                self.release.set()
+        return results
+
+
+def increment(tx: Tx) -> int:
+    value = int(tx.read("counter") or b"0") + 1
+    tx.write("counter", str(value).encode())
+    return value
+
+
+async def test_transactions_queued_behind_a_commit_are_committed_together_each_seeing_the_ones_before(
+        storage: StorageActor, root: Path) -> None:
+    results = await Held().behind(storage, [increment] * 20)
+    assert sorted(results) == list(range(1, 21))
+    assert (root / "counter").read_bytes() == b"20"
+    assert storage.groups == 2 and storage.commits == 21
+    assert leftovers(root) == []
+
+
+async def test_a_transaction_that_raises_fails_alone_and_the_rest_of_its_group_is_committed(
+        storage: StorageActor, root: Path) -> None:
+    def refuse(tx: Tx) -> None:
+        tx.write("refused.txt", b"never")
+        raise ValueError("refused")
+
+    results = await Held().behind(storage, [increment, refuse, increment])  # queued in any order
+    assert sorted([results[0], results[2]]) == [1, 2] and isinstance(results[1], ValueError)
+    assert (root / "counter").read_bytes() == b"2" and not (root / "refused.txt").exists()
+
+
+async def test_when_a_group_commit_fails_none_of_its_transactions_is_acknowledged_or_written(
+        storage: StorageActor, root: Path) -> None:
+    (root / "plain-file").write_bytes(b"not a directory")
+
+    def impossible(tx: Tx) -> None:
+        tx.write("plain-file/child.txt", b"cannot be staged")
+
+    def fine(tx: Tx) -> None:
+        tx.write("fine.txt", b"would be fine alone")
+
+    results = await Held().behind(storage, [fine, impossible])
+    assert all(isinstance(r, OSError) for r in results)
+    assert not (root / "fine.txt").exists() and (root / "counter").read_bytes() == b"0"
+    assert leftovers(root) == []
+    assert await storage.transact(fine) is None  # the actor carries on
