@@ -1,10 +1,11 @@
 """`python -m bench` (`just bench`): specactor, the SDK peer and the floor, side by side.
 
-    python -m bench                     # stdio then Streamable HTTP, gates enforced (under 2 min on 2 cores)
+    python -m bench                     # every stage, gates enforced (about 12 min on 2 cores)
     python -m bench --transport http    # only Streamable HTTP (~55 s)
     python -m bench --quick --no-gates  # the CI smoke test: small samples, always exit 0
     python -m bench --transport none    # only the toolset workloads (--toolsets all|none|airsspec,...)
     python -m bench --no-pertool        # without the per-tool stage (every tool, resource, prompt at c=1, c=100)
+    python -m bench --no-iowait --no-openloop  # without the I/O-waiting (stdio) and open-loop (HTTP) stages
 
 Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on stderr);
 2 the harness itself broke (a server died, hung, or answered wrongly; a toolset workload crashed
@@ -16,12 +17,17 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench.harness import Config, ServerRun, measure
 from bench.http_harness import HttpConfig, HttpRun, measure_http
+from bench.iowait import run as run_iowait
+from bench.openloop import run as run_openloop
 from bench.pertool import run as run_pertool
 from bench.report import build, utc_now, write
 from bench.servers import ORDER, server_specs
@@ -51,6 +57,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--toolsets", default="all",
                         help=f"toolset workloads after the transports: all (default), none, or a "
                         f"comma-separated subset of {','.join(TOOLSETS)}")
+    parser.add_argument("--iowait", action=argparse.BooleanOptionalAction, default=True,
+                        help="the I/O-waiting stage with stdio: memory_search against a 20 ms embeddings endpoint "
+                        "and sync_now on git, at c=1 and c=100 (default on; see bench/iowait.py)")
+    parser.add_argument("--openloop", action=argparse.BooleanOptionalAction, default=True,
+                        help="the open-loop stage with HTTP: 100 clients x 10 calls/s against one client at that "
+                        "pace (default on; see bench/openloop.py)")
     parser.add_argument("--pertool", action=argparse.BooleanOptionalAction, default=True,
                         help="per-tool latency of every tool, resource and prompt of `specactor serve`, c=1 and "
                         "c=100, over the transports chosen (default on; see bench/pertool.py)")
@@ -107,6 +119,15 @@ def progress(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
+def _stage(name: str, run: Callable[[bool, Callable[[str], None]], dict[str, Any]], quick: bool) -> dict[str, Any]:
+    """Run one stage; a harness failure becomes its `error` (and exit code 2), the other stages still run."""
+    try:
+        return run(quick, progress)
+    except (HarnessError, OSError, subprocess.SubprocessError) as err:
+        progress(f"{name}: HARNESS ERROR {err}")
+        return {"quick": quick, "error": str(err)[:1000]}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
@@ -131,11 +152,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     pertool_transports = {"stdio": ["stdio"], "http": ["http"], "all": ["stdio", "http"]}.get(args.transport, [])
     pertool = run_pertool(args.quick, progress, pertool_transports) if args.pertool and pertool_transports else None
+    iowait = _stage("iowait", run_iowait, args.quick) if args.iowait and args.transport in ("stdio", "all") else None
+    openloop = (_stage("openloop", run_openloop, args.quick) if args.openloop and args.transport in ("http", "all")
+                else None)
     toolsets = run_toolsets(args.toolsets, args.quick, progress) if args.toolsets else None
     name = {"all": "stdio + Streamable HTTP", "http": "Streamable HTTP"}.get(args.transport, args.transport)
     doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
                 gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
-                loadavg_start=loadavg_start, toolsets=toolsets, pertool=pertool)
+                loadavg_start=loadavg_start, toolsets=toolsets, pertool=pertool, iowait=iowait,
+                openloop=openloop)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot
@@ -156,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     broken = {k: v["error"] for k, v in (toolsets or {}).items() if v["error"]}
     broken.update({f"per-tool {k}": v["error"] for k, v in (pertool or {}).get("transports", {}).items()
                    if v["error"]})
+    broken.update({name: stage["error"] for name, stage in (("iowait", iowait), ("openloop", openloop))
+                   if stage is not None and stage.get("error")})
     for key, error in broken.items():
-        print(f"bench: HARNESS ERROR: {key if key.startswith('per-tool') else 'toolset ' + key}: {error}",
+        what = key if key.startswith("per-tool") or key in ("iowait", "openloop") else f"toolset {key}"
+        print(f"bench: HARNESS ERROR: {what}: {error}",
               file=sys.stderr)
     failed = [g for g in doc["gates"] if g["verdict"] == "fail"]
     for g in doc["gates"]:

@@ -58,6 +58,13 @@ def echo_call(mid: int, text: str = PROBE) -> bytes:
     return request(mid, "tools/call", {"name": "echo", "arguments": {"text": text}})
 
 
+def waiting_call(mid: int) -> bytes:
+    """specactor's fixture `sleep` for 0 s: a tool that awaits (one checkpoint), so it runs in a task
+    of its own with a cancel scope and a concurrency slot, unlike `echo`, which cannot wait and is
+    answered in the transport's task (docs/decisions.md)."""
+    return request(mid, "tools/call", {"name": "sleep", "arguments": {"seconds": 0}})
+
+
 @dataclass
 class Config:
     samples: int = 5000
@@ -81,6 +88,7 @@ class ServerRun:
     peak_rss_mb: float | None = None
     single_ms: list[float] = field(default_factory=list)
     single_cpu_s: float = 0.0
+    waiting_ms: list[float] = field(default_factory=list)  # specactor only: `waiting_call`
     burst_ms: list[float] = field(default_factory=list)
     burst_tput: list[float] = field(default_factory=list)
     burst_cpu_s: float = 0.0
@@ -107,11 +115,11 @@ class Live:
         if reply.error is not None:
             raise self.fail(f"request {reply.id} failed: {reply.error.decode(errors='replace')}")
 
-    def sequential(self, n: int) -> list[float]:
+    def sequential(self, n: int, call: Callable[[int], bytes] = echo_call) -> list[float]:
         out: list[float] = []
         for _ in range(n):
             mid = self.next_id()
-            (reply,) = self.conn.request_many([(mid, echo_call(mid))], self.cfg.timeout)
+            (reply,) = self.conn.request_many([(mid, call(mid))], self.cfg.timeout)
             self.check(reply)
             out.append(reply.latency_ns / 1e6)
         return out
@@ -215,6 +223,12 @@ def _timed_phases(lives: list[Live], cfg: Config, progress: Callable[[str], None
             live.run.single_cpu_s += procstat.cpu_seconds(live.conn.pid) - before
         gc.collect()
         done += n
+    waiting = [live for live in lives if live.run.spec.key == "specactor"]
+    if waiting:
+        progress(f"single call of a tool that awaits: {cfg.samples // 5} sequential calls (specactor)")
+        for live in waiting:
+            live.sequential(cfg.warmup, waiting_call)
+            live.run.waiting_ms = live.sequential(cfg.samples // 5, waiting_call)
     progress(f"burst: {cfg.rounds} rounds of {cfg.burst} pipelined calls per server")
     for live in lives:
         live.burst()  # unrecorded: the first burst grows buffers and task pools

@@ -29,6 +29,10 @@ from bench.gates import GateResult, evaluate, overall
 from bench.harness import Config, ServerRun
 from bench.http_harness import HttpConfig, HttpRun
 from bench.http_report import section, table
+from bench.iowait import gates as iowait_gates
+from bench.iowait import table as iowait_table
+from bench.openloop import gates as openloop_gates
+from bench.openloop import table as openloop_table
 from bench.pertool import gates as pertool_gates
 from bench.pertool import table as pertool_table
 from bench.stats import ratio
@@ -69,7 +73,8 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
           duration_s: float, gates_enforced: bool, argv: list[str],
           http_runs: dict[str, HttpRun] | None = None, http_cfg: HttpConfig | None = None,
           loadavg_start: list[float] | None = None, toolsets: dict[str, Any] | None = None,
-          pertool: dict[str, Any] | None = None) -> dict[str, Any]:
+          pertool: dict[str, Any] | None = None, iowait: dict[str, Any] | None = None,
+          openloop: dict[str, Any] | None = None) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     figs: dict[str, dict[str, float | None]] = {}
     for key, run in runs.items():
@@ -100,6 +105,8 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
     http = section(http_runs, http_cfg or HttpConfig()) if http_runs is not None else None
     gates = evaluate(figs, http["figures"] if http is not None else None, toolsets)
     gates += pertool_gates(pertool) if pertool else []
+    gates += iowait_gates(iowait) if iowait and not iowait.get("error") else []
+    gates += openloop_gates(openloop) if openloop and not openloop.get("error") else []
     return {
         "schema": 2,
         "timestamp": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -115,6 +122,8 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
         "http": http,
         "toolsets": toolsets,
         "pertool": pertool,
+        "iowait": iowait,
+        "openloop": openloop,
         "gates": [g.as_dict() for g in gates],
         "gates_enforced": gates_enforced,
         "verdict": overall(gates),
@@ -155,6 +164,12 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", *table(doc["http"], gates, _num, _ratio)]
     if doc.get("pertool"):
         lines += ["", *pertool_table(doc["pertool"], _num)]
+    for key, render in (("iowait", iowait_table), ("openloop", openloop_table)):
+        stage = doc.get(key)
+        if stage and stage.get("error"):
+            lines += ["", f"## {key}: the stage broke", "", f"**Harness error**: {stage['error']}"]
+        elif stage:
+            lines += ["", *render(stage, _num)]
     if doc.get("toolsets"):
         lines += ["", *toolset_table(doc["toolsets"], gates, _num)]
     lines += ["", "## Gates", ""]
@@ -192,6 +207,12 @@ def _stdio_table(doc: dict[str, Any], gates: list[GateResult]) -> list[str]:
         "Ratios > 1 in the SDK÷specactor column mean specactor is smaller/faster, except for the "
         "calls/s rows, where < 1 does. See bench/README.md.",
     ]
+    waiting = servers.get("specactor", {}).get("figures", {}).get("waiting_median_ms")
+    floor = servers.get("floor", {}).get("figures", {}).get("single_median_ms")
+    if waiting is not None and floor:
+        lines += ["", f"`echo` cannot wait, so specactor answers it in the transport's task; a tool that awaits "
+                  f"gets a task, a cancel scope and a concurrency slot: its median is {_num(waiting)} ms, "
+                  f"{waiting / floor:.2f}x the floor's echo (which spawns a task per request)."]
     return lines
 
 
