@@ -136,7 +136,8 @@ class Workspace:
     async def transact(self, fn: Callable[[Tx], T]) -> T:
         """A storage transaction on the workspace: the server's storage actor when the workspace is
         the server root, else one rooted at the workspace (same lock file as its own server's)."""
-        root = await self.services.runtime.run_sync(self.root)
+        # Once found, the root is remembered: no trip to a worker thread to learn it again.
+        root = self._found if self._found is not None else await self.services.runtime.run_sync(self.root)
         storage = self.services.storage
         if root == storage.root:
             return await storage.transact(fn)
