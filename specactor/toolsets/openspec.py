@@ -49,7 +49,7 @@ from specactor.domain.openspec.model import (
     TickedTask,
     ValidateOut,
 )
-from specactor.domain.openspec.source import active_change_ids, spec_ids
+from specactor.domain.openspec.source import Source, Staged, active_change_ids, spec_ids
 from specactor.logsetup import get_logger
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ResourceNotFound, ToolError
@@ -107,10 +107,20 @@ class Workspace:
     def root(self) -> Root:
         return Root(str(self.project), "nearest")
 
-    def context(self) -> Context:
+    def context(self, src: Source | None = None) -> Context:
         from specactor.domain.openspec.change_rules import context_for
 
-        return context_for(self.source, str(self.openspec))
+        return context_for(src or self.source, str(self.openspec))
+
+    def view(self, tx: Tx) -> Source:
+        """The workspace as a transaction sees it: the (cached) disk, plus what the transactions
+        before it in its group commit wrote, which is not on disk until the group commits."""
+        staged: dict[str, bytes | None] = {}
+        for layer in (tx.base, tx):
+            for key, data in layer.writes.items() if layer is not None else ():
+                if key.startswith("openspec/"):
+                    staged[key[len("openspec/"):]] = data
+        return Staged(self.source, staged) if staged else self.source
 
     async def read(self, fn: Callable[[], T]) -> T:
         """Run a read on a worker thread, first finishing any archive a crash interrupted."""
@@ -158,6 +168,22 @@ def _blocked(err: Blocked, root: Root, archive: bool = False) -> ToolError:
     return ToolError("CONFLICT", diag.message, details, retryable=False)
 
 
+# Archive writes to disk at once, not into the group commit: when a transaction earlier in its group
+# wrote a file the archive moves or rewrites, that write would land after the archive, so the archive
+# waits for the next group (where it is on disk) instead; at most this many times.
+REQUEUES = 8
+
+
+class _Requeue(Exception):
+    """The archive overlaps what its group commit has not yet written: run it in the next group."""
+
+
+def _overlaps(staged: dict[str, bytes | None], writes: Mapping[str, bytes], deletes: list[str],
+              move: tuple[str, str]) -> bool:
+    moved = tuple(f"{m}/" for m in move)
+    return any(rel in writes or rel in deletes or rel in move or rel.startswith(moved) for rel in staged)
+
+
 def _refused(err: EditRefused) -> ToolError:
     return ToolError("NOT_FOUND" if err.code == "missing" else "CONFLICT", str(err), retryable=False)
 
@@ -189,7 +215,8 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
 
         fn = getattr(resources, {"specs": "specs_list", "changes": "changes_list", "archive": "archive_list"}
                      .get(name, name))
-        return lambda: fn(src)
+        # The rendered text, kept until any event: a warm read of a 500-spec index costs a lookup.
+        return lambda: src.whole(f"resource:{name}", lambda: fn(src))
 
     async def read(uri: str, fn: Callable[[], T]) -> T:
         try:
@@ -284,7 +311,7 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
             from specactor.domain.openspec.edits import plan_init
 
             try:
-                files = plan_init(src)
+                files = plan_init(ws.view(tx))
             except EditRefused as err:
                 raise _refused(err) from None
             for rel, text in files.items():
@@ -348,21 +375,31 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
     async def archive(args: ArchiveIn, ctx: RequestContext) -> ArchiveOut:
         today = datetime.now().strftime("%Y-%m-%d")  # the CLI 1.x archives under the local date
 
-        def run() -> ArchiveOut:
+        def run(view: Source = src) -> ArchiveOut:
             from specactor.domain.openspec.archive import plan_archive
 
             ws.guard(f"changes/{args.changeId}")
-            found = plan_archive(src, ws.context(), args.changeId, today=today, force=args.force,
+            found = plan_archive(view, ws.context(view), args.changeId, today=today, force=args.force,
                                  update_specs=args.updateSpecs)
             if args.dryRun:
                 return ArchiveOut(found.record, ws.root(), dryRun=True, specs=found.specs)
+            if isinstance(view, Staged) and _overlaps(view.staged, found.writes, found.deletes, found.move):
+                raise _Requeue
             apply_archive(ws.project, {f"openspec/{rel}": data for rel, data in found.writes.items()},
                           [f"openspec/{rel}" for rel in found.deletes],
                           (f"openspec/{found.move[0]}", f"openspec/{found.move[1]}"))
             return ArchiveOut(found.record, ws.root())
 
         try:
-            return await (ws.read(run) if args.dryRun else ws.write(lambda tx: run()))
+            if args.dryRun:
+                return await ws.read(run)
+            for _ in range(REQUEUES):
+                try:
+                    return await ws.write(lambda tx: run(ws.view(tx)))
+                except _Requeue:
+                    continue
+            raise ToolError("CONFLICT", f"Change '{args.changeId}' kept being written by concurrent calls; archive "
+                            "it again", retryable=True)
         except Blocked as err:
             raise _blocked(err, ws.root(), archive=True) from None
 
@@ -374,11 +411,12 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
             from specactor.domain.openspec.edits import plan_project_context
             from specactor.domain.openspec.project import section_title
 
+            view = ws.view(tx)
             try:
-                edit = plan_project_context(src, args.content, args.merge, args.section)
+                edit = plan_project_context(view, args.content, args.merge, args.section)
             except EditRefused as err:
                 raise _refused(err) from None
-            text = edit.text if edit.text is not None else src.text(edit.file) or ""
+            text = edit.text if edit.text is not None else view.text(edit.file) or ""
             if edit.text is not None:
                 tx.write(f"openspec/{edit.file}", edit.text.encode())
             out = ProjectContextOut(f"openspec/{edit.file}", edit.mode, len(text.encode()))
@@ -398,7 +436,7 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
 
             ws.guard(f"changes/{args.changeId}")
             try:
-                edit = plan_task_complete(src, args.changeId, args.task)
+                edit = plan_task_complete(ws.view(tx), args.changeId, args.task)
             except EditRefused as err:
                 raise _refused(err) from None
             if not edit.already_done:

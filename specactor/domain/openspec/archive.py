@@ -52,7 +52,7 @@ def archive_name(change: str, today: str) -> str:
 
 
 def _check_change(src: Source, change: str) -> None:
-    entry = next((e for e in src.entries("changes") or [] if e.name == change), None)
+    entry = src.entry(join("changes", change))  # its own entry: no listing of every change
     if entry is not None and entry.is_link:
         raise Blocked("archive_change_symlink", f"Change '{change}' is a symbolic link. Replace it with a real "
                                                 "directory before archiving.")
@@ -110,7 +110,8 @@ def plan_archive(src: Source, ctx: Context, change: str, *, today: str, force: b
                       "Complete the tasks or rerun with --yes.")
     name = archive_name(change, today)
     target = join("changes", "archive", name)
-    if src.kind(target) is not None or any(e.name == name for e in src.entries(join("changes", "archive")) or []):
+    listed = src.kind(join("changes", "archive")) == "dir" and src.entry(target) is not None  # a dangling link too
+    if src.kind(target) is not None or listed:
         raise Blocked("archive_target_exists", f"Archive '{name}' already exists.")
     record = ArchiveRecord(change, name, f"{ctx.root}/{target}", False)
     plan = ArchivePlan(record, move=(join("changes", change), target))

@@ -63,15 +63,26 @@ class CachedSource:
 
     def __init__(self, fs: FileSystem) -> None:
         self.fs = fs
+        # Guards invalidation and every store: a value computed before an invalidation is never
+        # stored after it (the generation check and the store happen under it, as one step).
         self._lock = threading.Lock()
-        self._generation = 0  # bumped by every invalidation: a value read before it is not stored after
+        self._generation = 0  # bumped by every invalidation
         self._watched: set[str] = set()
         self._stat: dict[str, Stat | None] = {}  # trusted stats only
         self._dirs: dict[str, tuple[Key, list[Entry]]] = {}
         self._files: dict[str, tuple[Key, str]] = {}
-        self._memo: dict[tuple[str, str], tuple[Key, Any]] = {}
+        self._memo: dict[str, dict[str, tuple[Key, Any]]] = {}  # path -> tag -> (key, value)
         self._whole: dict[str, tuple[int, Any]] = {}
+        # directory -> the paths directly below it at or under which something above is cached:
+        # an event forgets a subtree by walking it, in time proportional to what it forgets,
+        # not to the size of the cache (a write then costs the same with 5 or 5,000 files cached).
+        self._below: dict[str, set[str]] = {}
         self._local = threading.local()  # per worker thread: did this operation touch an untrusted path?
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every invalidation: a value derived from the cache may be kept while it is unchanged."""
+        return self._generation
 
     # ------------------------------------------------------------------ invalidation
 
@@ -97,26 +108,37 @@ class CachedSource:
         self._files.clear()
         self._memo.clear()
         self._whole.clear()
+        self._below.clear()
 
     def _forget(self, path: str) -> None:
+        """Drop `path` and everything cached under it (with the lock held)."""
+        if not path:
+            self._forget_all()
+            return
         self._generation += 1
-        prefix = f"{path}/" if path else ""
-
-        def hit(key: str) -> bool:
-            return key == path or key.startswith(prefix)
-
-        for key in [k for k in self._stat if hit(k)]:
-            del self._stat[key]
-        for key in [k for k in self._dirs if hit(k)]:
-            del self._dirs[key]
-        for key in [k for k in self._files if hit(k)]:
-            del self._files[key]
-        for pair in [k for k in self._memo if hit(k[0])]:
-            del self._memo[pair]
-        self._dirs.pop(path.rpartition("/")[0], None)
+        # A directory named by an event may be a different one now: it is watched again when next used.
+        stack = [path]
+        while stack:
+            rel = stack.pop()
+            self._stat.pop(rel, None)
+            self._dirs.pop(rel, None)
+            self._files.pop(rel, None)
+            self._memo.pop(rel, None)
+            self._watched.discard(rel)
+            stack.extend(self._below.pop(rel, ()))
+        parent = path.rpartition("/")[0]
+        self._dirs.pop(parent, None)
+        siblings = self._below.get(parent)
+        if siblings is not None:
+            siblings.discard(path)
         self._whole.clear()
-        # A directory named by an event may be a different one now: watch it again when next used.
-        self._watched -= {w for w in self._watched if hit(w)}
+
+    def _index(self, rel: str) -> None:
+        """Record that something is cached at `rel` (with the lock held)."""
+        while rel:
+            parent = rel.rpartition("/")[0]
+            self._below.setdefault(parent, set()).add(rel)
+            rel = parent
 
     # ------------------------------------------------------------------ stats
 
@@ -135,8 +157,10 @@ class CachedSource:
         info = self.fs.lstat(rel)
         if info is not None and info.kind == "link":
             return False, None
-        if generation == self._generation:
-            self._stat[rel] = info
+        with self._lock:
+            if generation == self._generation:
+                self._stat[rel] = info
+                self._index(rel)
         return True, info
 
     def _watch(self, rel: str) -> bool:
@@ -145,6 +169,7 @@ class CachedSource:
         with self._lock:
             if self.fs.watch(rel):
                 self._watched.add(rel)
+                self._index(rel)
                 return True
         return False
 
@@ -160,16 +185,24 @@ class CachedSource:
         return (info.ino, info.size, info.mtime_ns, info.ctime_ns), info
 
     def whole(self, tag: str, fn: Callable[[], T]) -> T:
-        """`fn()`, remembered until any event arrives, when everything it read was trusted."""
+        """`fn()`, remembered until any event arrives, when everything it read was trusted.
+        Calls may nest: an outer one is trusted only when every inner one was."""
         generation = self._generation
         cached = self._whole.get(tag)
         if cached is not None and cached[0] == generation:
             hit: T = cached[1]
             return hit
+        outer = getattr(self._local, "untrusted", False)
         self._local.untrusted = False
-        value = fn()
-        if not self._local.untrusted and generation == self._generation:
-            self._whole[tag] = (generation, value)
+        try:
+            value = fn()
+        finally:
+            untrusted = self._local.untrusted
+            self._local.untrusted = outer or untrusted
+        if not untrusted:
+            with self._lock:
+                if generation == self._generation:
+                    self._whole[tag] = (generation, value)
         return value
 
     # ------------------------------------------------------------------ Source
@@ -185,9 +218,24 @@ class CachedSource:
             self._watch(rel)
         generation = self._generation
         out = sorted(self.fs.scandir(rel), key=lambda e: e.name)
-        if key is not None and generation == self._generation:
-            self._dirs[rel] = (key, out)
+        if key is not None:
+            with self._lock:
+                if generation == self._generation:
+                    self._dirs[rel] = (key, out)
+                    self._index(rel)
         return out
+
+    def entry(self, rel: str) -> Entry | None:
+        parent, _, name = rel.rpartition("/")
+        if not name or name in (".", "..") or self.kind(parent) != "dir":
+            return next((e for e in self.entries(parent) or [] if e.name == name), None)
+        ok, info = self._trusted(rel)
+        if not ok:
+            self._local.untrusted = True
+            info = self.fs.lstat(rel)
+        if info is None:
+            return None
+        return Entry(name, info.kind == "dir", info.kind == "file", info.kind == "link")
 
     def _read(self, rel: str) -> tuple[Key | None, str | None]:
         key, info = self._info(rel)
@@ -203,9 +251,12 @@ class CachedSource:
         if data is None:
             return None, None
         text = data.decode("utf-8", errors="replace")  # as Node's readFile(…, 'utf-8') does
-        if key is not None and generation == self._generation:
-            self._files[rel] = (key, text)
-            return key, text
+        if key is not None:
+            with self._lock:
+                if generation == self._generation:
+                    self._files[rel] = (key, text)
+                    self._index(rel)
+                    return key, text
         return None, text
 
     def text(self, rel: str) -> str | None:
@@ -222,11 +273,15 @@ class CachedSource:
     def memo(self, rel: str, tag: str, fn: Callable[[str | None], T]) -> T:
         generation = self._generation
         key, text = self._read(rel)
-        cached = self._memo.get((rel, tag))
+        tags = self._memo.get(rel)
+        cached = tags.get(tag) if tags is not None else None
         if key is not None and cached is not None and cached[0] == key:
             hit: T = cached[1]
             return hit
         value = fn(text)
-        if key is not None and generation == self._generation:
-            self._memo[(rel, tag)] = (key, value)
+        if key is not None:
+            with self._lock:
+                if generation == self._generation:
+                    self._memo.setdefault(rel, {})[tag] = (key, value)
+                    self._index(rel)
         return value

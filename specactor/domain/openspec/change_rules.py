@@ -332,6 +332,11 @@ def context_for(src: Source, root: str) -> Context:
     the schema `config.yaml` names."""
     schemas = ["spec-driven"] + [e.name for e in src.entries("schemas") or []
                                  if e.is_dir and src.kind(f"schemas/{e.name}/schema.yaml") == "file"]
-    config = src.text("config.yaml")
-    schema = config_value(config if config is not None else src.text("config.yml"), "schema")
-    return Context(root, tuple(schemas), schema if isinstance(schema, str) else None)
+    def schema_in(text: str | None) -> tuple[bool, str | None]:  # (the file exists, its string schema:)
+        value = config_value(text, "schema")
+        return text is not None, value if isinstance(value, str) else None
+
+    present, schema = src.memo("config.yaml", "schema", schema_in)
+    if not present:
+        schema = src.memo("config.yml", "schema", schema_in)[1]
+    return Context(root, tuple(schemas), schema)

@@ -9,6 +9,7 @@ proves the result parses back to the intended value.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Literal
 
 from specactor.domain.openspec.metadata import YamlError, load
@@ -52,15 +53,25 @@ def edit_markdown(current: str, content: str | None, mode: Mode, section: str | 
     return "\n".join(out).rstrip("\n") + "\n" if rest or replacement else "\n".join(out)
 
 
+@lru_cache(maxsize=16)
+def _facts(config: str) -> tuple[str | None, bool, str | None]:
+    """(the YAML error, whether it is a mapping, its string `context:`) of one config text.
+
+    Remembered by content: an edit parses the text it reads (written by the edit before, which
+    already parsed it to prove it) and the text it writes once, not three times over.
+    """
+    try:
+        data = load(config)
+    except YamlError as err:
+        return str(err), False, None
+    value = data.get("context") if isinstance(data, dict) else None
+    return None, isinstance(data, dict), value if isinstance(value, str) else None
+
+
 def config_context(config: str | None) -> str | None:
     if config is None:
         return None
-    try:
-        data = load(config)
-    except YamlError:
-        return None
-    value = data.get("context") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None
+    return _facts(config)[2]
 
 
 def _context_block(value: str) -> list[str]:
@@ -83,9 +94,12 @@ def set_config_context(config: str, value: str) -> str:
     Raises:
         ValueError: when config.yaml is not a YAML mapping (nothing is rewritten then).
     """
-    data = load(config) if trim(config) else {}
-    if not isinstance(data, dict):
-        raise ValueError("openspec/config.yaml is not a YAML mapping")
+    if trim(config):
+        error, mapping, _ = _facts(config)
+        if error is not None:
+            raise YamlError(error)
+        if not mapping:
+            raise ValueError("openspec/config.yaml is not a YAML mapping")
     lines = normalize_newlines(config).split("\n")
     start = next((i for i, line in enumerate(lines) if line.startswith("context:")), -1)
     end = start + 1

@@ -53,6 +53,10 @@ class Source(Protocol):
     def memo(self, rel: str, tag: str, fn: Callable[[str | None], T]) -> T:
         """`fn(text(rel))`, remembered until the file changes."""
 
+    def entry(self, rel: str) -> Entry | None:
+        """`rel`'s own entry in its directory's listing (`entries`), without listing the directory;
+        None when the directory does not list it."""
+
 
 def join(*parts: str) -> str:
     return "/".join(p for p in parts if p)
@@ -205,3 +209,71 @@ class MemorySource:
 
     def memo(self, rel: str, tag: str, fn: Callable[[str | None], T]) -> T:
         return fn(self.text(rel))
+
+    def entry(self, rel: str) -> Entry | None:
+        parent, _, name = rel.rpartition("/")
+        return next((e for e in self.entries(parent) or [] if e.name == name), None)
+
+
+class Staged:
+    """A `Source` that also sees writes made but not yet on disk: `staged` maps paths (relative to
+    `openspec/`) to their new bytes, or None for a delete. Under a group commit the transactions
+    before this one have written only into the group, so what they wrote is read from here."""
+
+    def __init__(self, src: Source, staged: dict[str, bytes | None]) -> None:
+        self.src = src
+        self.staged = staged
+
+    def _under(self, rel: str) -> list[str]:
+        prefix = f"{rel}/" if rel else ""
+        return [p for p, data in self.staged.items() if data is not None and p.startswith(prefix)]
+
+    def entries(self, rel: str) -> list[Entry] | None:
+        listed = self.src.entries(rel)
+        prefix = f"{rel}/" if rel else ""
+        changed = [p for p in self.staged if p.startswith(prefix)]
+        if not changed:
+            return listed
+        names = {e.name: e for e in listed or []}
+        for path in changed:
+            name, _, rest = path[len(prefix):].partition("/")
+            if rest:
+                if self.staged[path] is not None and name not in names:
+                    names[name] = Entry(name, True, False, False)
+            elif self.staged[path] is None:
+                names.pop(name, None)
+            else:
+                names[name] = Entry(name, False, True, False)
+        if listed is None and not names:
+            return None
+        return [names[n] for n in sorted(names)]
+
+    def text(self, rel: str) -> str | None:
+        if rel in self.staged:
+            data = self.staged[rel]
+            return None if data is None else data.decode("utf-8", errors="replace")
+        return self.src.text(rel)
+
+    def kind(self, rel: str) -> str | None:
+        if rel in self.staged:
+            return "file" if self.staged[rel] is not None else None
+        found = self.src.kind(rel)
+        return "dir" if found is None and self._under(rel) else found
+
+    def mtime(self, rel: str) -> float | None:
+        if rel in self.staged and self.staged[rel] is None:
+            return None
+        found = self.src.mtime(rel)
+        return 0.0 if found is None and self.kind(rel) is not None else found
+
+    def memo(self, rel: str, tag: str, fn: Callable[[str | None], T]) -> T:
+        if rel in self.staged:
+            return fn(self.text(rel))
+        return self.src.memo(rel, tag, fn)
+
+    def entry(self, rel: str) -> Entry | None:
+        name = rel.rpartition("/")[2]
+        if rel in self.staged:
+            return None if self.staged[rel] is None else Entry(name, False, True, False)
+        found = self.src.entry(rel)
+        return Entry(name, True, False, False) if found is None and self._under(rel) else found
