@@ -5,7 +5,10 @@ group-committed (one transaction, one fsync, each write in its own savepoint so 
 spoils no other), and a pool of reader connections that serve searches concurrently. Every
 database call runs on a worker thread; a reply is sent only after its transaction committed.
 The knowledge repository is read with `git` through `trio.run_process`; parsed items are cached
-by blob id. A sync plans from git, then applies its whole delta and the new sync state in one
+by blob id, the snapshot (items, query index) and the listing by commit. Which commit HEAD names is
+read from git's own files (`HEAD`, the branch's ref, `packed-refs`) on every call, so a commit is
+seen by the very next call without a git process; when those files say anything unusual, git is
+asked. A sync plans from git, then applies its whole delta and the new sync state in one
 transaction, so a sync that dies half way leaves the previous state, and the next run redoes it.
 """
 
@@ -26,7 +29,7 @@ import trio
 
 from specactor.actors.mailbox import Letter, Mailbox
 from specactor.actors.storage import atomic_write
-from specactor.domain.knowledge import gitout
+from specactor.domain.knowledge import gitout, gitrefs
 from specactor.domain.knowledge import sync as plans
 from specactor.domain.knowledge.api import HistoryEntry, Item, Problem, SyncStats
 from specactor.domain.knowledge.parse import item_scope, parse_or_problem
@@ -191,16 +194,30 @@ class SyncConflict(Exception):
     pass
 
 
-def load_sync(conn: sqlite3.Connection) -> SyncRecord:
+# What the sync state's revision says of the knowledge_items table: only `apply_sync` writes that
+# table, and it bumps the revision in the same transaction, so rows read at one revision (and
+# committed) are the rows at that revision, whichever process wrote them.
+ItemsAt = tuple[int, dict[str, plans.Stored]]
+EntriesAt = tuple[int, dict[str, Any]]  # the same for the manifest entries
+
+
+def load_sync(conn: sqlite3.Connection, *, items: bool = True, known: ItemsAt | None = None) -> SyncRecord:
+    """The sync state; with `items`, the items the last sync recorded (`known`'s when its revision is current)."""
     revision, commit, at, stats, result, failures = conn.execute(
         "SELECT revision, last_commit, last_sync_at, stats, last_result, failures FROM sync_state").fetchone()
-    items = {i: plans.Stored(i, p, h) for i, p, h in conn.execute("SELECT id, path, hash FROM knowledge_items")}
+    stored: dict[str, plans.Stored] = {}
+    if items and known is not None and known[0] == revision:
+        stored = known[1]
+    elif items:
+        stored = {i: plans.Stored(i, p, h) for i, p, h in conn.execute("SELECT id, path, hash FROM knowledge_items")}
     return SyncRecord(revision, commit, at, msgspec.json.decode(stats, type=SyncStats),
-                      msgspec.json.decode(result or "{}"), msgspec.json.decode(failures, type=list[Problem]), items)
+                      msgspec.json.decode(result or "{}"), msgspec.json.decode(failures, type=list[Problem]), stored)
 
 
-def apply_sync(conn: sqlite3.Connection, job: SyncApply) -> dict[str, Any]:
-    """Write the plan's pointers, orphans and the new sync state; returns the manifest entries."""
+def apply_sync(conn: sqlite3.Connection, job: SyncApply, known: EntriesAt | None = None) -> EntriesAt:
+    """Write the plan's pointers, orphans and the new sync state; returns the new revision and the
+    manifest entries (`known`'s, when it holds the entries of the revision this applies to and the
+    plan changes no item)."""
     record = load_sync_header(conn)
     if record[0] != job.base_revision:
         raise SyncConflict("another sync finished first; run sync_now again")
@@ -229,7 +246,9 @@ def apply_sync(conn: sqlite3.Connection, job: SyncApply) -> dict[str, Any]:
     conn.execute("UPDATE sync_state SET revision = revision + 1, last_commit = ?, last_sync_at = ?, stats = ?, "
                  "last_result = ?, failures = ?", (job.commit, stamp, _json(stats), _json(result),
                                                    _json(p.failures)))
-    return {i: msgspec.json.decode(e) for i, e in conn.execute("SELECT id, entry FROM knowledge_items")}
+    if known is not None and known[0] == record[0] and not p.upserts and not p.orphans:
+        return record[0] + 1, known[1]
+    return record[0] + 1, {i: msgspec.json.decode(e) for i, e in conn.execute("SELECT id, entry FROM knowledge_items")}
 
 
 def load_sync_header(conn: sqlite3.Connection) -> tuple[int, str]:
@@ -274,6 +293,24 @@ class GitFailed(Exception):
 
 
 SyncResult = tuple[plans.Plan, str | None, float, dict[str, Any]]
+# Variables with which git looks for the repository elsewhere than the folders say: git decides.
+_GIT_LOCATORS = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
+
+
+@dataclass(frozen=True)
+class GitDirs:
+    """Where the knowledge folder's repository keeps HEAD (`git_dir`) and the branches (`common_dir`,
+    the same folder unless this is a linked worktree), as `git rev-parse` found them once.
+
+    The finding stays true while `top` (the work tree's `.git`) exists and no folder between the
+    knowledge folder and the work tree's top grows a `.git` of its own (`between`): those are
+    what git's own search looks at.
+    """
+
+    git_dir: Path
+    common_dir: Path
+    top: Path
+    between: tuple[Path, ...]
 
 
 class _Flight(Generic[T]):
@@ -332,6 +369,12 @@ class MemoryStoreActor:
         self._snapshot_lock = trio.Lock()
         self._snapshot: Snapshot | None = None
         self._parsed: dict[tuple[str, str], Item | Problem] = {}  # (path, blob id) -> parse result
+        self._dirs: GitDirs | bool = False  # False: not found yet; True: git must be asked every time
+        self._packed: tuple[bytes, dict[str, str]] = (b"", {})  # packed-refs as last read, parsed
+        self._listed: tuple[str, dict[str, str]] | None = None  # (commit, its listing): a commit never changes
+        self._items_at: ItemsAt | None = None  # what the last sync state read or written said (committed)
+        self._entries_at: EntriesAt | None = None
+        self._manifest: tuple[dict[str, Any], str | None, dict[str, Any]] | None = None  # (entries, commit, it)
         self._http: Any = None
         self._nursery: trio.Nursery | None = None  # the actor's own tasks: embedding requests, syncs
         self._filling: _Flight[list[list[float]]] | None = None  # the embedding batch still taking texts
@@ -523,17 +566,83 @@ class MemoryStoreActor:
             try:
                 await self.git("rev-parse", "--show-prefix")
             except GitFailed as err:
+                self._dirs = False
                 raise RepoMissing(f"{self.knowledge_root} is not in a git repository ({err})") from None
+            except RepoMissing:
+                self._dirs = False
+                raise
             try:
                 commit = (await self.git("rev-parse", "--verify", "-q", "HEAD")).decode().strip()
             except GitFailed:
                 return None, None
             return commit, None  # the folder has no committed files yet
+        if self._dirs is False:
+            self._dirs = await self._find_dirs()
         commit, tree = out.decode().split()
         return commit, tree
 
+    async def head_commit(self) -> str | None:
+        """HEAD's commit: from git's files when they are plain, else from git.
+
+        Raises:
+            RepoMissing, GitFailed: as `head`.
+        """
+        return self.head_from_files() or (await self.head())[0]
+
+    async def _find_dirs(self) -> GitDirs | bool:
+        """Where HEAD and the refs are, or True when git must always be asked (a bare repository, a
+        reftable, GIT_DIR in the environment, a knowledge folder outside its work tree)."""
+        if any(name in os.environ for name in _GIT_LOCATORS):
+            return True
+        try:
+            out = (await self.git("rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir")).decode()
+            top, git_dir, common_dir = out.splitlines()
+        except (GitFailed, RepoMissing, ValueError):
+            return True
+        return await trio.to_thread.run_sync(_git_dirs, self.knowledge_root, top, git_dir, common_dir)
+
+    def head_from_files(self) -> str | None:
+        """HEAD's commit read from `HEAD` and the branch's ref (loose, else in `packed-refs`), or None
+        when git must be asked (not found yet, anything unusual, a branch without commits).
+
+        A few small reads, done right here: they take microseconds, less than a hop to a worker
+        thread. Git replaces these files by renaming a finished one over them, so a read sees the
+        old contents or the new, never half; and once `git commit` returned, the new.
+        """
+        dirs = self._dirs
+        if not isinstance(dirs, GitDirs):
+            return None
+        try:
+            if not os.path.isdir(self.knowledge_root):
+                return None  # git says why
+            if not os.path.lexists(dirs.top) or any(os.path.lexists(p) for p in dirs.between):
+                self._dirs = False  # the repository moved: find it again
+                return None
+            target = gitrefs.head_target((dirs.git_dir / "HEAD").read_bytes())
+            if target is None or target.commit is not None:
+                return target.commit if target else None
+            assert target.branch is not None
+            try:
+                return gitrefs.object_id((dirs.common_dir / target.branch).read_bytes())
+            except FileNotFoundError:
+                pass  # packed (after gc), or not born yet
+            data = (dirs.common_dir / "packed-refs").read_bytes()
+        except OSError:
+            return None
+        if data != self._packed[0]:
+            self._packed = (data, gitrefs.packed_refs(data))
+        return self._packed[1].get(target.branch)
+
     async def listing(self, commit: str | None) -> dict[str, str]:
-        return gitout.ls_tree(await self.git("ls-tree", "-r", "-z", commit, "--", ".")) if commit else {}
+        """{path: blob id} of the knowledge folder at `commit` (the last one listed is kept)."""
+        if not commit:
+            return {}
+        listed = self._listed
+        if listed is not None and listed[0] == commit:
+            return listed[1]
+        listing = gitout.ls_tree(await self.git("ls-tree", "-r", "-z", commit, "--", "."))
+        self._listed = (commit, listing)
+        return listing
 
     async def parse(self, listing: dict[str, str], paths: Sequence[str]) -> dict[str, Item | Problem]:
         """Parse the items at `paths`, reading only (path, blob) pairs not parsed before."""
@@ -550,7 +659,11 @@ class MemoryStoreActor:
         return {p: fresh[k] if k in fresh else known[k] for p in paths for k in [(p, listing[p])]}
 
     async def snapshot(self) -> Snapshot:
-        """The committed items (cached per tree); duplicate ids after the first are problems."""
+        """The committed items (cached per tree, its query index built); duplicate ids after the first are
+        problems. While HEAD names the snapshot's commit, no git process runs."""
+        known = self._snapshot
+        if known is not None and known.commit is not None and self.head_from_files() == known.commit:
+            return known
         async with self._snapshot_lock:
             commit, tree = await self.head()
             if self._snapshot is not None and self._snapshot.tree == tree and self._snapshot.commit is not None:
@@ -572,6 +685,7 @@ class MemoryStoreActor:
                     snap.items[result.id] = result
             live = set(listing.items())
             self._parsed = {k: r for k, r in self._parsed.items() if k in live}
+            await trio.to_thread.run_sync(snap.index)  # once per tree, off the event loop
             self._snapshot = snap
             return snap
 
@@ -580,6 +694,8 @@ class MemoryStoreActor:
 
     async def changed_since(self, base: str, commit: str) -> set[str] | None:
         """Paths changed between two commits, or None when `base` is unknown here (history rewritten)."""
+        if base == commit:
+            return set()
         try:
             await self.git("cat-file", "-e", f"{base}^{{commit}}")
         except GitFailed:
@@ -626,9 +742,16 @@ class MemoryStoreActor:
 
     async def _sync_once(self, *, force: bool, company_id: str) -> SyncResult:
         started = time.perf_counter()
-        record = await self.read(load_sync)
-        commit, tree = await self.head()
-        listing = await self.listing(commit if tree else None)
+        known = self._items_at
+        record = await self.read(lambda conn: load_sync(conn, known=known))
+        self._items_at = (record.revision, record.items)
+        commit = self.head_from_files()
+        listed = self._listed
+        if commit is None or listed is None or listed[0] != commit:
+            commit, tree = await self.head()  # a new commit: its tree tells whether the folder has files
+            listing = await self.listing(commit if tree else None)
+        else:
+            listing = listed[1]  # listed at this very commit, so the folder had files in it
         changed = None
         if not force and record.last_commit and commit:
             changed = await self.changed_since(record.last_commit, commit)
@@ -637,11 +760,22 @@ class MemoryStoreActor:
         examined = {p: (parsed[p], plans.sync_hash(p, listing[p].encode())) for p in examine}
         plan = plans.plan(record.items, listing, examined, force=force)
         job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000)
+        entries_at = self._entries_at
         try:
-            entries = await self.write(lambda conn: apply_sync(conn, job))
+            revision, entries = await self.write(lambda conn: apply_sync(conn, job, entries_at))
         except SyncConflict as err:
             raise ToolError("CONFLICT", str(err)) from None
-        return plan, commit, (time.perf_counter() - started) * 1000, plans.manifest(entries, commit, now_iso())
+        # Committed: what this sync wrote is the state at `revision` (read again when another writes).
+        self._entries_at = (revision, entries)
+        if not plan.upserts and not plan.orphans:
+            self._items_at = (revision, record.items)
+        last = self._manifest
+        if last is not None and last[0] is entries and last[1] == commit:  # the same entries at the same commit
+            manifest = {**last[2], "generatedAt": now_iso()}
+        else:
+            manifest = plans.manifest(entries, commit, now_iso())
+            self._manifest = (entries, commit, manifest)
+        return plan, commit, (time.perf_counter() - started) * 1000, manifest
 
     async def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Write `manifest.json` into the knowledge folder (atomically, and only when it changed)."""
@@ -657,6 +791,18 @@ class MemoryStoreActor:
                 atomic_write(path, data)
 
         await trio.to_thread.run_sync(write)
+
+
+def _git_dirs(root: Path, top_text: str, git_text: str, common_text: str) -> GitDirs | bool:
+    """`GitDirs` from what `git rev-parse` printed in `root` (paths relative to it), or True when the
+    files cannot be trusted to say what git would: a reftable, a folder outside its work tree."""
+    folder = root.resolve()
+    top = Path(top_text).resolve()
+    common = (root / common_text).resolve()
+    if (common / "reftable").exists() or not folder.is_relative_to(top):
+        return True
+    between = tuple(f / ".git" for f in (folder, *folder.parents) if f != top and f.is_relative_to(top))
+    return GitDirs((root / git_text).resolve(), common, top / ".git", between)
 
 
 def _close_all(conns: Sequence[sqlite3.Connection]) -> None:

@@ -29,7 +29,6 @@ from specactor.actors.storage import Tx
 from specactor.config import Config
 from specactor.domain.knowledge import api as k
 from specactor.domain.knowledge.check import check
-from specactor.domain.knowledge.query import binds, query
 from specactor.domain.knowledge.sync import MANIFEST, Snapshot, manifest_bytes
 from specactor.domain.memory import api as m
 from specactor.domain.memory.embeddings import pack
@@ -167,7 +166,7 @@ def register(registry: Registry, services: Services) -> None:
                    input=k.KnowledgeQueryIn, output=k.KnowledgeQueryOut, toolset=TOOLSET)
     async def knowledge_query(args: k.KnowledgeQueryIn, ctx: RequestContext) -> k.KnowledgeQueryOut:
         snap = await snapshot()
-        items, total = query(snap.items.values(), args)
+        items, total = snap.index().query(args)
         return k.KnowledgeQueryOut(items=items, total_count=total, problems=snap.problems)
 
     @registry.tool("knowledge_show", description="One knowledge item in full, with its constraints and, on "
@@ -199,8 +198,7 @@ def register(registry: Registry, services: Services) -> None:
                 raise NotFound("knowledge item", unknown[0])
             items = [snap.items[i] for i in dict.fromkeys(args.knowledge_item_ids)]
         else:
-            ids = settings.identifiers(ctx)
-            items = [i for i in snap.items.values() if i.status == "accepted" and i.constraints and binds(i, ids)]
+            items = snap.binding(settings.identifiers(ctx))
         files = [(f.path, f.content) for f in args.files] if args.files is not None else None
         deps = [(d.name, d.version) for d in args.dependencies] if args.dependencies is not None else None
         passed, violations, counts = await services.runtime.run_sync(check, items, files, deps, args.min_severity)
@@ -240,9 +238,9 @@ def register(registry: Registry, services: Services) -> None:
                    "result, and whether the sync is healthy.", input=k.SyncStatusIn, output=k.SyncStatusOut,
                    toolset=TOOLSET)
     async def sync_status(args: k.SyncStatusIn, ctx: RequestContext) -> k.SyncStatusOut:
-        record = await store.read(load_sync)
+        record = await store.read(lambda conn: load_sync(conn, items=False))
         try:
-            head: str | None = (await store.head())[0]
+            head = await store.head_commit()
             reachable = True
         except (RepoMissing, GitFailed):
             head, reachable = None, False

@@ -64,6 +64,11 @@ _GO_LINE: Final = re.compile(r"""(?:[\w.]+[ \t]+)?"([^"]+)"[ \t]*$""")
 
 def extract_imports(content: str) -> list[tuple[str, int]]:
     """(module, line) for each import a line states, in Python, JS/TS, Go, Rust, Java or C."""
+    return list(_imports_of(content))
+
+
+@lru_cache(maxsize=1024)  # the same files are checked again and again; a file's imports never change
+def _imports_of(content: str) -> tuple[tuple[str, int], ...]:
     found: set[tuple[str, int]] = set()
     in_go_block = False
     for number, line in enumerate(content.split("\n"), start=1):
@@ -86,7 +91,7 @@ def extract_imports(content: str) -> list[tuple[str, int]]:
                                      for part in name.split(","))
         if "require(" in line or "import(" in line:
             found.update((m.group(1), number) for m in _REQUIRE.finditer(line))
-    return sorted(found, key=lambda x: (x[1], x[0]))
+    return tuple(sorted(found, key=lambda x: (x[1], x[0])))
 
 
 def _top_level_bar(pattern: str) -> bool:
@@ -147,7 +152,7 @@ class Source:
     path: str
     content: str
     _lines: list[int] | None = None
-    _imports: list[tuple[str, int]] | None = None
+    _imports: Sequence[tuple[str, int]] | None = None
 
     def __post_init__(self) -> None:
         name = self.path.rpartition("/")[2]
@@ -159,9 +164,9 @@ class Source:
             self._lines = [m.start() for m in re.finditer("\n", self.content)]
         return bisect.bisect_left(self._lines, offset) + 1
 
-    def imports(self) -> list[tuple[str, int]]:
+    def imports(self) -> Sequence[tuple[str, int]]:
         if self._imports is None:
-            self._imports = extract_imports(self.content)
+            self._imports = _imports_of(self.content)
         return self._imports
 
 
@@ -172,6 +177,9 @@ class Workspace:
     files: list[Source] | None
     dependencies: list[tuple[str, str | None]] | None
     _applicable: dict[tuple[str, ...], list[Source]] = field(default_factory=dict)
+    # (target, pattern, appliesTo) → what `_things` found: constraints that differ only in operator,
+    # severity or message (most of a large repository's) read the files once between them.
+    _found: dict[tuple[str, str, tuple[str, ...]], tuple[bool, list[Thing]]] = field(default_factory=dict)
 
     def applicable(self, applies_to: Sequence[str] | None) -> list[Source]:
         if not self.files:
@@ -188,9 +196,21 @@ class Workspace:
 
 # A match: where it is (file and line, or neither for a dependency) and what matched.
 Hit = tuple[Location | None, str]
+# A thing a constraint looks at: where it is, its name, and the pattern's hits in it.
+Thing = tuple[Location | None, str, list[Hit]]
 
 
-def _things(c: Constraint, ws: Workspace) -> tuple[bool, Iterator[tuple[Location | None, str, list[Hit]]]]:
+def _found(c: Constraint, ws: Workspace) -> tuple[bool, list[Thing]]:
+    """`_things`, computed once per (target, pattern, appliesTo) in a workspace."""
+    key = (c.target, c.pattern, tuple(c.applies_to or ()))
+    found = ws._found.get(key)
+    if found is None:
+        supplied, things = _things(c, ws)
+        found = ws._found[key] = (supplied, list(things))
+    return found
+
+
+def _things(c: Constraint, ws: Workspace) -> tuple[bool, Iterator[Thing]]:
     """Whether the constraint's input was supplied, and each thing with the hits the pattern has in it."""
     if c.target == "dependency":
         if ws.dependencies is None:
@@ -231,22 +251,19 @@ def _describe(c: Constraint, what: str) -> str:
     return f"{c.operator} {c.target} '{c.pattern}': {what}"
 
 
-def evaluate(item: Item, c: Constraint, ws: Workspace) -> Iterator[tuple[Location | None, str]]:
+def evaluate(item: Item, c: Constraint, ws: Workspace) -> list[tuple[Location | None, str]]:
     """The violations of one constraint: (location, message) pairs."""
-    supplied, things = _things(c, ws)
+    supplied, things = _found(c, ws)
     if not supplied:
-        return
+        return []
     if c.operator in ("must_use", "must_exist"):
-        if not any(hits for _, _, hits in things):
-            yield None, c.message or _describe(c, "nothing matches")
-    elif c.operator == "must_match":
-        for where, name, hits in things:
-            if not hits:
-                yield where, c.message or _describe(c, f"'{name}' does not match")
-    else:
-        for _, _, hits in things:
-            for where, text in hits:
-                yield where, c.message or _describe(c, f"found '{text}'")
+        if any(hits for _, _, hits in things):
+            return []
+        return [(None, c.message or _describe(c, "nothing matches"))]
+    if c.operator == "must_match":
+        return [(where, c.message or _describe(c, f"'{name}' does not match")) for where, name, hits in things
+                if not hits]
+    return [(where, c.message or _describe(c, f"found '{text}'")) for _, _, hits in things for where, text in hits]
 
 
 def check(items: Iterable[Item], files: Sequence[tuple[str, str]] | None,
@@ -256,15 +273,18 @@ def check(items: Iterable[Item], files: Sequence[tuple[str, str]] | None,
     ws = Workspace([Source(normalise(p), c) for p, c in files] if files is not None else None,
                    list(dependencies) if dependencies is not None else None)
     floor = SEVERITY_RANK[min_severity]
-    counts = SeverityCounts()
+    tally = dict.fromkeys(SEVERITY_RANK, 0)
     reported: list[Violation] = []
     for item in items:
         for c in item.constraints or ():
-            for location, message in evaluate(item, c, ws):
-                setattr(counts, c.severity, getattr(counts, c.severity) + 1)
-                if SEVERITY_RANK[c.severity] >= floor:
-                    reported.append(Violation(
-                        knowledge_item_id=item.id, knowledge_item_title=item.title,
-                        constraint=ViolatedConstraint(operator=c.operator, target=c.target, pattern=c.pattern),
-                        severity=c.severity, message=message, location=location))
+            found = evaluate(item, c, ws)
+            if not found:
+                continue
+            tally[c.severity] += len(found)
+            if SEVERITY_RANK[c.severity] >= floor:
+                what = ViolatedConstraint(operator=c.operator, target=c.target, pattern=c.pattern)  # shared: read-only
+                reported.extend(Violation(knowledge_item_id=item.id, knowledge_item_title=item.title, constraint=what,
+                                          severity=c.severity, message=message, location=location)
+                                for location, message in found)
+    counts = SeverityCounts(**tally)
     return counts.block == 0, reported, counts

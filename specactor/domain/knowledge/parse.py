@@ -28,7 +28,8 @@ from __future__ import annotations
 import datetime
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any, Final
 
@@ -59,9 +60,12 @@ class ItemError(ValueError):
     """Why one file is not a usable item."""
 
 
+@lru_cache(maxsize=1 << 16)  # every sync asks again about each path of the repository
 def item_scope(path: str) -> tuple[KnowledgeLayer, str | None] | None:
     """The layer and scope id an item at `path` belongs to, or None when `path` is not an item."""
-    parts = PurePosixPath(path).parts
+    parts: Sequence[str] = path.split("/")
+    if "" in parts or "." in parts:  # git's paths never are; others are read as a path would be
+        parts = PurePosixPath(path).parts
     if not path.endswith(".md") or not parts:
         return None
     name = parts[-1]

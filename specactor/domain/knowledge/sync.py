@@ -18,7 +18,8 @@ import msgspec
 
 from specactor.domain.knowledge.api import Item, Problem, SeverityCounts, SyncStats
 from specactor.domain.knowledge.parse import item_scope
-from specactor.domain.memory.layers import Layer
+from specactor.domain.knowledge.query import QueryIndex, binds
+from specactor.domain.memory.layers import Identifiers, Layer
 
 MANIFEST = "manifest.json"
 POINTER_CONSTRAINTS = 3
@@ -186,9 +187,28 @@ class SyncApply:
 
 @dataclass
 class Snapshot:
-    """The knowledge items committed at one tree."""
+    """The knowledge items committed at one tree, and what is worked out from them once (a commit
+    never changes, so neither do they): the query index, the items binding each caller."""
 
     commit: str | None
     tree: str | None
     items: dict[str, Item] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    _index: QueryIndex | None = field(default=None, repr=False, compare=False)
+    _bound: dict[tuple[str | None, str | None, str | None], list[Item]] = field(
+        default_factory=dict, repr=False, compare=False)
+
+    def index(self) -> QueryIndex:
+        """The items' query index, built on first use."""
+        if self._index is None:
+            self._index = QueryIndex(self.items.values())
+        return self._index
+
+    def binding(self, ids: Identifiers) -> list[Item]:
+        """The accepted items with constraints that bind a caller with these identifiers (`binds`)."""
+        key = (ids.org_id, ids.team_id, ids.project_id)
+        found = self._bound.get(key)
+        if found is None:
+            found = self._bound[key] = [i for i in self.items.values()
+                                        if i.status == "accepted" and i.constraints and binds(i, ids)]
+        return found
