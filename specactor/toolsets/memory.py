@@ -16,15 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from specactor.actors.memory_store import (
-    GitFailed,
-    MemoryStoreActor,
-    RepoMissing,
-    delete_memory,
-    insert_memory,
-    load_sync,
-    search,
-)
+from specactor.actors.memory_db import delete_memory, insert_memory, load_sync, search
+from specactor.actors.memory_store import GitFailed, MemoryStoreActor, RepoMissing
 from specactor.actors.storage import Tx
 from specactor.config import Config
 from specactor.domain.knowledge import api as k

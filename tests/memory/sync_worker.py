@@ -16,12 +16,12 @@ from typing import Any
 
 import trio
 
-from specactor.actors import memory_store
+from specactor.actors import memory_db, memory_store
 
 
 def main() -> None:
     db, knowledge, limit = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-    real = memory_store._upsert_pointer
+    real = memory_db._upsert_pointer
     written = [0]
 
     def dying(conn: sqlite3.Connection, *args: Any) -> None:
@@ -32,7 +32,7 @@ def main() -> None:
         written[0] += 1
         real(conn, *args)
 
-    memory_store._upsert_pointer = dying  # type: ignore[assignment]
+    memory_db._upsert_pointer = dying  # type: ignore[assignment]
     actor = memory_store.MemoryStoreActor(db, knowledge)
     trio.run(lambda: actor.sync(force=False, company_id="default"))
     print("finished", flush=True)

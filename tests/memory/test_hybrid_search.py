@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specactor.actors.memory_store import insert_memory, search
+from specactor.actors.memory_db import insert_memory, search
 from specactor.domain.memory import scoring
 from specactor.domain.memory.embeddings import pack
 from specactor.domain.memory.layers import Layer, scope_key

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specactor.actors.memory_store import connect, delete_memory, insert_memory, search
+from specactor.actors.memory_db import connect, delete_memory, insert_memory, search
 from specactor.domain.memory import scoring
 from specactor.domain.memory.layers import LAYERS, PRECEDENCE, Identifiers, Layer, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec

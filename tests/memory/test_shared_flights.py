@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from specactor.actors.memory_store import MemoryStoreActor, load_sync
+from specactor.actors.memory_db import load_sync
+from specactor.actors.memory_store import MemoryStoreActor
 from specactor.domain.memory import scoring
 from specactor.domain.memory.records import EmbeddingsEndpoint
 from specactor.protocol.errors import ToolError

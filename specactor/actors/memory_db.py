@@ -1,0 +1,286 @@
+"""The memory database: SQLite statements and transactions the memory store actor runs on its
+worker threads (`specactor.actors.memory_store`). Nothing here touches the event loop; every
+function takes the connection it works on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import outcome
+
+from specactor.domain.knowledge import sync as plans
+from specactor.domain.knowledge.api import Item, Problem, SyncStats
+from specactor.domain.knowledge.sync import SyncApply, SyncRecord
+from specactor.domain.memory import embeddings as emb
+from specactor.domain.memory import scoring
+from specactor.domain.memory.api import MemoryEntry, MemorySearchOut, SearchHit
+from specactor.domain.memory.layers import PRECEDENCE, Identifiers, scope_key
+from specactor.domain.memory.records import NewMemory, SearchSpec
+from specactor.domain.memory.schema import SCOPE_SHIFT, pending
+
+T = TypeVar("T")
+SCOPE_SPAN = (1 << SCOPE_SHIFT) - 1
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def now_iso() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+# ---------------------------------------------------------------------- SQLite (worker threads only)
+
+
+def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), usable from any one thread at a time."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    if writer:
+        conn.execute("PRAGMA journal_mode=WAL")
+        for version, sql in pending(conn.execute("PRAGMA user_version").fetchone()[0]):
+            try:  # the schema change and its version number commit together, or not at all
+                conn.executescript(f"BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {version}; COMMIT;")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+    conn.execute("PRAGMA synchronous=FULL")  # durable: a reply is only sent after the WAL is on disk
+    if not writer:
+        conn.execute("PRAGMA query_only=1")
+    return conn
+
+
+def scope_id(conn: sqlite3.Connection, layer: str, key: str, *, create: bool) -> int | None:
+    if create:
+        conn.execute("INSERT INTO scopes (layer, key) VALUES (?, ?) ON CONFLICT DO NOTHING", (layer, key))
+    row = conn.execute("SELECT id FROM scopes WHERE layer = ? AND key = ?", (layer, key)).fetchone()
+    return int(row[0]) if row else None
+
+
+def insert_memory(conn: sqlite3.Connection, new: NewMemory) -> MemoryEntry:
+    scope = scope_id(conn, new.layer, new.scope_key, create=True)
+    assert scope is not None
+    seq = conn.execute("UPDATE scopes SET next_seq = next_seq + 1 WHERE id = ? RETURNING next_seq - 1",
+                       (scope,)).fetchone()[0]
+    rowid = (scope << SCOPE_SHIFT) | seq
+    memory_id = new.memory_id or f"mem_{uuid.uuid4().hex}"
+    stamp = now_iso()
+    tags = list(dict.fromkeys(new.tags))
+    conn.execute("INSERT INTO memories (rowid, id, layer, content, tags, metadata, identifiers, knowledge_id, "
+                 "embedding, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (rowid, memory_id, new.layer, new.content, _json(tags), _json(new.metadata), _json(new.identifiers),
+                  new.knowledge_id, new.embedding, new.created_at or stamp, stamp))
+    conn.executemany("INSERT INTO memory_tags (tag, memory) VALUES (?, ?)", [(t, rowid) for t in tags])
+    conn.execute("INSERT INTO memory_fts (rowid, content) VALUES (?, ?)", (rowid, new.content))
+    conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'fts_rows'")
+    return MemoryEntry(memory_id=memory_id, content=new.content, layer=new.layer, identifiers=new.identifiers,
+                       tags=tags, metadata=new.metadata, created_at=new.created_at or stamp, updated_at=stamp)
+
+
+def _unindex(conn: sqlite3.Connection, rowid: int, content: str) -> None:
+    conn.execute("INSERT INTO memory_fts (memory_fts, rowid, content) VALUES ('delete', ?, ?)", (rowid, content))
+    conn.execute("UPDATE counters SET value = value - 1 WHERE name = 'fts_rows'")
+
+
+def remove_row(conn: sqlite3.Connection, rowid: int, content: str, orphaned: int) -> None:
+    if not orphaned:  # orphaned pointers already left the index
+        _unindex(conn, rowid, content)
+    conn.execute("DELETE FROM memory_tags WHERE memory = ?", (rowid,))
+    conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+
+
+def delete_memory(conn: sqlite3.Connection, memory_id: str) -> bool:
+    row = conn.execute("SELECT rowid, content, orphaned FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    if row is None:
+        return False
+    remove_row(conn, *row)
+    return True
+
+
+def _tag_filter(tags: Sequence[str]) -> tuple[str, list[Any]]:
+    if not tags:
+        return "", []
+    marks = ", ".join("?" * len(tags))
+    return (f" AND rowid IN (SELECT memory FROM memory_tags WHERE tag IN ({marks}) GROUP BY memory "
+            f"HAVING count(*) = ?)", [*tags, len(tags)])
+
+
+def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
+    words = scoring.query_words(spec.query)
+    rows = conn.execute("SELECT value FROM counters WHERE name = 'fts_rows'").fetchone()[0]
+    hits = [conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                         (scoring.phrase(w),)).fetchone()[0] for w in words]
+    live = scoring.words_to_match(words, hits, rows, spec.threshold)
+    ideal = scoring.ideal_score(rows, hits)
+    tag_sql, tag_args = _tag_filter(sorted(set(spec.tags)))
+    lexical_only = spec.mode == "lexical"
+    need = scoring.lexical_needed(spec.mode, spec.threshold)
+    cut = scoring.bm25_cut(need, ideal) * (1 - 1e-9)
+    # Hybrid at a threshold above 0.5: a memory the lexical pass did not find cannot reach it, so only
+    # the lexical pass's finds are scored by cosine (the same results, without a scan of every vector).
+    pruned = spec.mode == "hybrid" and need > 0.0
+    found: list[tuple[int, float, int]] = []
+    # Stored vectors are unit length (emb.pack), so with the query's scaled once each cosine is a dot product.
+    query = scoring.unit(spec.query_vector) if spec.query_vector is not None and not lexical_only else None
+    for layer, key in spec.scopes:
+        scope = scope_id(conn, layer, key, create=False)
+        if scope is None:
+            continue
+        lo, hi = scope << SCOPE_SHIFT, (scope << SCOPE_SHIFT) | SCOPE_SPAN
+        lexical: dict[int, float] = {}
+        if live and spec.mode != "semantic":
+            for rowid, bm25 in conn.execute(
+                    "SELECT rowid, -bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ? AND rowid BETWEEN ? "
+                    f"AND ? AND bm25(memory_fts) <= ?{tag_sql}", (scoring.match_expression(live), lo, hi, -cut,
+                                                                   *tag_args)):
+                lexical[rowid] = scoring.lexical_score(bm25, ideal)
+        semantic: dict[int, float] = {}
+        if query is not None and (lexical or not pruned):
+            where, args = (("rowid IN (SELECT value FROM json_each(?))", [_json(sorted(lexical))]) if pruned
+                           else (f"rowid BETWEEN ? AND ?{tag_sql}", [lo, hi, *tag_args]))
+            for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM memories WHERE {where} AND "
+                                            "embedding IS NOT NULL AND orphaned = 0", args):
+                semantic[rowid] = scoring.unit_cosine(query, emb.unpack(blob).tolist())
+        for rowid in lexical.keys() | semantic.keys():
+            score = scoring.fuse(spec.mode, lexical.get(rowid, 0.0), semantic.get(rowid, 0.0))
+            if score >= spec.threshold and score > 0.0:
+                found.append((PRECEDENCE[layer], -score, -rowid))
+    found.sort()
+    chosen = [-r for _, _, r in found[:spec.limit]]
+    by_row = {r[0]: r for r in conn.execute(
+        f"SELECT rowid, id, content, layer, tags FROM memories WHERE rowid IN ({', '.join('?' * len(chosen))})",
+        chosen)} if chosen else {}
+    results = [SearchHit(memory_id=by_row[-r][1], content=by_row[-r][2], layer=by_row[-r][3], score=-s,
+                         tags=msgspec.json.decode(by_row[-r][4])) for _, s, r in found[:spec.limit]]
+    return MemorySearchOut(results=results, total_count=len(found),
+                           searched_layers=list(dict.fromkeys(layer for layer, _ in spec.scopes)))
+
+
+# ---------------------------------------------------------------------- sync state (worker threads only)
+
+
+class SyncConflict(Exception):
+    pass
+
+
+# What the sync state's revision says of the knowledge_items table: only `apply_sync` writes that
+# table, and it bumps the revision in the same transaction, so rows read at one revision (and
+# committed) are the rows at that revision, whichever process wrote them.
+ItemsAt = tuple[int, dict[str, plans.Stored]]
+EntriesAt = tuple[int, dict[str, Any]]  # the same for the manifest entries
+
+
+def load_sync(conn: sqlite3.Connection, *, items: bool = True, known: ItemsAt | None = None) -> SyncRecord:
+    """The sync state; with `items`, the items the last sync recorded (`known`'s when its revision is current)."""
+    revision, commit, at, stats, result, failures = conn.execute(
+        "SELECT revision, last_commit, last_sync_at, stats, last_result, failures FROM sync_state").fetchone()
+    stored: dict[str, plans.Stored] = {}
+    if items and known is not None and known[0] == revision:
+        stored = known[1]
+    elif items:
+        stored = {i: plans.Stored(i, p, h) for i, p, h in conn.execute("SELECT id, path, hash FROM knowledge_items")}
+    return SyncRecord(revision, commit, at, msgspec.json.decode(stats, type=SyncStats),
+                      msgspec.json.decode(result or "{}"), msgspec.json.decode(failures, type=list[Problem]), stored)
+
+
+def apply_sync(conn: sqlite3.Connection, job: SyncApply, known: EntriesAt | None = None) -> EntriesAt:
+    """Write the plan's pointers, orphans and the new sync state; returns the new revision and the
+    manifest entries (`known`'s, when it holds the entries of the revision this applies to and the
+    plan changes no item)."""
+    record = load_sync_header(conn)
+    if record[0] != job.base_revision:
+        raise SyncConflict("another sync finished first; run sync_now again")
+    stamp = now_iso()
+    for item, digest in job.plan.upserts:
+        _upsert_pointer(conn, item, job.company_id, stamp)
+        conn.execute("INSERT OR REPLACE INTO knowledge_items (id, path, hash, entry) VALUES (?, ?, ?, ?)",
+                     (item.id, item.path, digest, _json(plans.manifest_entry(item))))
+    for item_id in job.plan.orphans:
+        row = conn.execute("SELECT rowid, content, orphaned, metadata FROM memories WHERE knowledge_id = ?",
+                           (item_id,)).fetchone()
+        if row is not None and not row[2]:
+            _unindex(conn, row[0], row[1])
+            meta = msgspec.json.decode(row[3])
+            meta.setdefault("knowledgePointer", {})["isOrphaned"] = True
+            conn.execute("UPDATE memories SET orphaned = 1, metadata = ?, updated_at = ? WHERE rowid = ?",
+                         (_json(meta), stamp, row[0]))
+        conn.execute("DELETE FROM knowledge_items WHERE id = ?", (item_id,))
+    p = job.plan
+    stats = msgspec.json.decode(record[1], type=SyncStats)
+    stats.avg_sync_duration_ms = (stats.avg_sync_duration_ms * stats.total_syncs + job.duration_ms) / (
+        stats.total_syncs + 1)
+    stats.total_syncs += 1
+    stats.total_items_synced += p.added + p.updated
+    result = {"added": p.added, "updated": p.updated, "deleted": p.deleted, "unchanged": p.unchanged}
+    conn.execute("UPDATE sync_state SET revision = revision + 1, last_commit = ?, last_sync_at = ?, stats = ?, "
+                 "last_result = ?, failures = ?", (job.commit, stamp, _json(stats), _json(result),
+                                                   _json(p.failures)))
+    if known is not None and known[0] == record[0] and not p.upserts and not p.orphans:
+        return record[0] + 1, known[1]
+    return record[0] + 1, {i: msgspec.json.decode(e) for i, e in conn.execute("SELECT id, entry FROM knowledge_items")}
+
+
+def load_sync_header(conn: sqlite3.Connection) -> tuple[int, str]:
+    row = conn.execute("SELECT revision, stats FROM sync_state").fetchone()
+    return int(row[0]), str(row[1])
+
+
+def _upsert_pointer(conn: sqlite3.Connection, item: Item, company_id: str, stamp: str) -> None:
+    idents = plans.pointer_identifiers(item, company_id)
+    layer = plans.pointer_layer(item)
+    row = conn.execute("SELECT rowid, content, orphaned, id, created_at FROM memories WHERE knowledge_id = ?",
+                       (item.id,)).fetchone()
+    if row is not None:
+        remove_row(conn, row[0], row[1], row[2])
+    insert_memory(conn, NewMemory(
+        content=plans.pointer_content(item), layer=layer,
+        scope_key=scope_key(layer, msgspec.convert(idents, Identifiers)), identifiers=idents, tags=item.tags,
+        metadata=plans.pointer_metadata(item, stamp), knowledge_id=item.id,
+        memory_id=row[3] if row else None, created_at=row[4] if row else None))
+
+
+def close_all(conns: Sequence[sqlite3.Connection]) -> None:
+    for conn in conns:
+        conn.close()
+
+
+def in_read_tx(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    conn.execute("BEGIN")  # one consistent snapshot for every statement of the read
+    try:
+        return fn(conn)
+    finally:
+        conn.execute("COMMIT")
+
+
+def group_commit(conn: sqlite3.Connection, fns: Sequence[Callable[[sqlite3.Connection], Any]]) -> list[Any]:
+    """Run `fns` in one transaction, each in a savepoint; one commit (one fsync) for all of them."""
+    results: list[Any] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for fn in fns:
+            conn.execute("SAVEPOINT op")
+            try:
+                results.append(outcome.Value(fn(conn)))
+                conn.execute("RELEASE op")
+            except Exception as exc:
+                conn.execute("ROLLBACK TO op")
+                conn.execute("RELEASE op")
+                results.append(outcome.Error(exc))
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(exc, Exception):
+            return [outcome.Error(exc)] * len(fns)
+        raise
+    return results
+
