@@ -57,6 +57,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--toolsets", default="all",
                         help=f"toolset workloads after the transports: all (default), none, or a "
                         f"comma-separated subset of {','.join(TOOLSETS)}")
+    parser.add_argument("--pertool-samples", type=int,
+                        help="per-tool stage: calls at c=1 per operation (default 200; --quick 20)")
+    parser.add_argument("--pertool-bursts", type=int,
+                        help="per-tool stage: bursts of 100 per operation (default 3; --quick 1)")
     parser.add_argument("--iowait", action=argparse.BooleanOptionalAction, default=True,
                         help="the I/O-waiting stage with stdio: memory_search against a 20 ms embeddings endpoint "
                         "and sync_now on git, at c=1 and c=100 (default on; see bench/iowait.py)")
@@ -86,7 +90,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args.toolsets = parse_toolsets(args.toolsets)
     except ValueError as err:
         parser.error(f"--toolsets: {err}")
-    for name in ("samples", "rounds", "spawns", "http_rounds"):
+    for name in ("samples", "rounds", "spawns", "http_rounds", "pertool_samples", "pertool_bursts"):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -151,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: HARNESS ERROR: {err}", file=sys.stderr)
         return 2
     pertool_transports = {"stdio": ["stdio"], "http": ["http"], "all": ["stdio", "http"]}.get(args.transport, [])
-    pertool = run_pertool(args.quick, progress, pertool_transports) if args.pertool and pertool_transports else None
+    pertool = (run_pertool(args.quick, progress, pertool_transports, samples=args.pertool_samples,
+                           bursts=args.pertool_bursts) if args.pertool and pertool_transports else None)
     iowait = _stage("iowait", run_iowait, args.quick) if args.iowait and args.transport in ("stdio", "all") else None
     openloop = (_stage("openloop", run_openloop, args.quick) if args.openloop and args.transport in ("http", "all")
                 else None)

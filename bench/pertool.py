@@ -262,9 +262,12 @@ def _transport(name: str, template: Path, seeds: catalog.Seeds, tmp: Path, plan:
     return entry
 
 
-def run(quick: bool, progress: Callable[[str], None], transports: list[str]) -> dict[str, Any]:
-    """The `pertool` section of the results document (JSON-able)."""
+def run(quick: bool, progress: Callable[[str], None], transports: list[str], *, samples: int | None = None,
+        bursts: int | None = None) -> dict[str, Any]:
+    """The `pertool` section of the results document (JSON-able); `samples` and `bursts` override the
+    plan's calls at c=1 and bursts of 100 per operation."""
     sizes, plan = (catalog.QUICK, QUICK) if quick else (catalog.FULL, FULL)
+    plan = Plan(plan.warmup, samples or plan.samples, bursts or plan.bursts)
     section: dict[str, Any] = {"quick": quick, "sizes": asdict(sizes), "sizes_text": sizes.text(),
                                "plan": {**asdict(plan), "burst": BURST}, "http_era": ERA, "transports": {}}
     with tempfile.TemporaryDirectory(prefix="specactor-bench-pertool-") as tmp:
@@ -366,9 +369,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small workspace, few samples")
     parser.add_argument("--transport", choices=(*TRANSPORTS, "all"), default="all")
     parser.add_argument("--json", type=Path, help="also write the section here")
+    parser.add_argument("--samples", type=int, help=f"calls at c=1 per operation (default {FULL.samples})")
+    parser.add_argument("--bursts", type=int, help=f"bursts of {BURST} per operation (default {FULL.bursts})")
     args = parser.parse_args(argv)
+    if (args.samples is not None and args.samples < 1) or (args.bursts is not None and args.bursts < 1):
+        parser.error("--samples and --bursts must be at least 1")
     transports = list(TRANSPORTS) if args.transport == "all" else [args.transport]
-    section = run(args.quick, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True), transports)
+    section = run(args.quick, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True), transports,
+                  samples=args.samples, bursts=args.bursts)
     if args.json:
         args.json.write_text(json.dumps(section, indent=1, allow_nan=False) + "\n")
     print("\n".join(table(section, _num)))
