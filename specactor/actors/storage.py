@@ -14,6 +14,7 @@ import errno
 import fcntl
 import functools
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -28,8 +29,10 @@ import outcome
 import trio
 
 from specactor.actors.mailbox import Mailbox
+from specactor.logsetup import get_logger
 
 T = TypeVar("T")
+log = get_logger("specactor.storage")
 
 LOCK_WAIT = 10.0  # seconds to wait for another process's transaction before giving up
 
@@ -142,6 +145,32 @@ def _unlink(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
+
+
+# What `stage` names its temp files: ".<target name>.<8 random characters>.tmp" (tempfile.mkstemp).
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+SWEPT_DIRS = (".airsspec", "openspec", ".specactor")  # where specactor writes inside a workspace
+STALE_AFTER_S = 60.0  # far longer than any write takes between staging and its rename
+
+
+def sweep_stale_temps(root: Path, now: float | None = None) -> list[Path]:
+    """Remove temp files a killed writer left behind (`stage`'s names, untouched for a minute) under
+    the directories specactor writes in; the files removed. A live writer's temp file is younger."""
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    for top in SWEPT_DIRS:
+        for directory, _, files in os.walk(root / top):
+            for name in files:
+                if not _TEMP_NAME.match(name):
+                    continue
+                path = Path(directory, name)
+                try:
+                    if now - path.lstat().st_mtime > STALE_AFTER_S:
+                        path.unlink()
+                        removed.append(path)
+                except FileNotFoundError:
+                    pass
+    return removed
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -315,6 +344,7 @@ class StorageActor:
         self.mailbox: Mailbox[Transact] = Mailbox("storage", 64)
         self.commits = 0  # transactions committed
         self.groups = 0  # group commits (each one round of fsyncs)
+        self._swept = False
 
     # ------------------------------------------------------------------ client API
 
@@ -380,6 +410,12 @@ class StorageActor:
         round of fsyncs for the lot). A transaction that raises is left out and fails alone; if
         the commit fails, every one of them fails and none is acknowledged."""
         with self._locked():
+            if not self._swept:  # once, with the first write: what a killed writer left behind
+                self._swept = True
+                stale = sweep_stale_temps(self.root)
+                if stale:
+                    log.warning("removed temp files a killed writer left behind", count=len(stale),
+                                first=str(stale[0]))
             group = Tx(self.root)
             results: list[outcome.Outcome[Any]] = []
             for fn in fns:

@@ -425,3 +425,27 @@ async def test_when_a_group_commit_fails_none_of_its_transactions_is_acknowledge
     assert not (root / "fine.txt").exists() and (root / "counter").read_bytes() == b"0"
     assert leftovers(root) == []
     assert await storage.transact(fine) is None  # the actor carries on
+
+
+# ---------------------------------------------------------------------- what a killed writer left
+
+
+def _aged(path: Path, data: bytes, seconds: float) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    then = path.stat().st_mtime - seconds
+    os.utime(path, (then, then))
+    return path
+
+
+async def test_the_first_write_removes_temp_files_a_killed_writer_left_but_nothing_else(
+        storage: StorageActor, root: Path) -> None:
+    stale = [_aged(root / ".airsspec" / "specs" / "1-a" / ".spec.md.k3j_x9q2.tmp", b"torn", 120),
+             _aged(root / "openspec" / "changes" / "c" / ".tasks.md.abcd1234.tmp", b"torn", 120)]
+    young = _aged(root / ".airsspec" / ".journal.zzzz9999.tmp", b"being written", 1)
+    theirs = [_aged(root / ".airsspec" / "notes.tmp", b"not ours", 120),  # not stage's name
+              _aged(root / "src" / ".main.py.abcd1234.tmp", b"outside what we write", 120)]
+    with trio.fail_after(10):
+        await storage.write("specs/x.md", b"x")
+    assert not any(p.exists() for p in stale)
+    assert young.exists() and all(p.exists() for p in theirs)
