@@ -31,7 +31,6 @@ every P95 < 200 ms. `--quick` is a smoke test: smaller sizes, verdicts "smoke", 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import random
@@ -45,7 +44,7 @@ from typing import Any
 
 import msgspec
 
-from bench import procstat
+from bench import procstat, stagecli
 from bench.gates import IO_P95_MS, IO_RATIO, GateResult
 from bench.harness import INITIALIZE_PARAMS, INITIALIZED, request
 from bench.servers import REPO
@@ -356,25 +355,9 @@ def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.iowait", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes; verdicts are smoke")
-    parser.add_argument("--json", type=Path, help="also write the section as JSON")
-    args = parser.parse_args(argv)
-    section = run(args.quick, lambda msg: print(msg, file=sys.stderr, flush=True))
-    verdicts = gates(section)
-    section["gates"] = [g.as_dict() for g in verdicts]
-    if args.json:
-        args.json.write_bytes(msgspec.json.format(msgspec.json.encode(section), indent=2))
-
-    def num(value: float | None) -> str:
-        return "-" if value is None else f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
-
-    print("\n".join(table(section, num)))
-    print()
-    for g in verdicts:
-        print(f"{g.verdict.upper():5} {g.name}: {g.target}: {g.detail}")
-    return 1 if any(g.verdict == "fail" for g in verdicts) else 0
+    return stagecli.main(argv, prog="python -m bench.iowait", doc=__doc__,
+                         quick_help="smaller sizes; verdicts are smoke", run=run, gates=gates,
+                         table=table)
 
 
 if __name__ == "__main__":
