@@ -121,19 +121,26 @@ _UMASK = _current_umask()  # read once, at import: os.umask cannot be read witho
 def stage(path: Path, data: bytes, *, sync: bool = True) -> Path:
     """Write `data` to a temp file beside `path` (synced unless `sync` is False), with the mode
     `path` has (or would get)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)  # mkstemp makes 0600; keep the file's own mode
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except FileNotFoundError:  # the directory is new: make it (and its parents) once, not every time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if mode != 0o600:  # mkstemp makes 0600; keep the file's own mode
+                os.fchmod(fd, mode)
             if sync:
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
     except BaseException:
         _unlink(Path(tmp))
         raise

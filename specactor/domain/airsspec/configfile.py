@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import tomllib
 
 from specactor.domain.airsspec import vocab
@@ -30,6 +31,7 @@ def render(config: ProjectConfig) -> str:
             f"[defaults]\ncategory = {toml_string(config.default_category)}\n")
 
 
+@functools.lru_cache(maxsize=16)  # every write reads the config; ProjectConfig is frozen, so sharing is safe
 def parse(text: str, file: str, default_name: str) -> ProjectConfig:
     """Raises:
         ValidationFailed: naming `file` and the line (TOML errors carry it).

@@ -1,0 +1,23 @@
+"""The change journal and the config are parsed once per distinct content, never stale."""
+
+from __future__ import annotations
+
+from specactor.domain.airsspec import configfile, journal
+
+
+def test_the_journal_just_rendered_is_read_back_without_parsing_and_other_bytes_are_parsed() -> None:
+    first = journal.Journal().advance(["1-a"])
+    data = journal.render(first)
+    assert journal.parse(data) is first
+    second = first.advance(["1-b"])
+    other = journal.render(second)
+    assert journal.parse(data) == first  # older bytes: parsed afresh, same journal
+    assert journal.parse(other) == second
+    assert journal.parse(b"not toon at all \xff") is None
+
+
+def test_a_config_edited_on_disk_is_read_as_edited() -> None:
+    before = configfile.parse('[project]\nname = "a"\n', "config.toml", "ws")
+    after = configfile.parse('[project]\nname = "b"\n', "config.toml", "ws")
+    assert (before.name, after.name) == ("a", "b")
+    assert configfile.parse('[project]\nname = "a"\n', "config.toml", "ws") is before
