@@ -74,7 +74,7 @@ class Dispatcher:
     """
 
     def __init__(self, core: ServerCore, runtime: Runtime, metrics: MetricsActor, session_log: SessionLogActor,
-                 *, max_concurrency: int = 64, request_timeout: float = 120.0) -> None:
+                 *, max_concurrency: int = 128, request_timeout: float = 120.0) -> None:
         self.core = core
         self.runtime = runtime
         self.metrics = metrics
