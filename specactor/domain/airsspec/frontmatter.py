@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any, Final
 
 from specactor.domain.airsspec.errors import ValidationFailed
+from specactor.domain.airsspec.text import parse_timestamp
 
 _KEY_LINE: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:")
 
@@ -28,6 +29,20 @@ class FrontMatter:
     def fail(self, key: str, reason: str) -> ValidationFailed:
         """A ValidationFailed at the line of `key` (the opening `---` when the key is absent)."""
         return ValidationFailed(self.file, self.key_lines.get(key, 1), reason)
+
+    def timestamps(self) -> tuple[str, str]:
+        """`created_at` and `updated_at` (the latter defaults to the former), each a valid timestamp.
+
+        Raises:
+            ValidationFailed: at the line of the first that is missing or malformed.
+        """
+        created = parse_timestamp(self.data.get("created_at"))
+        if created is None:
+            raise self.fail("created_at", "'created_at' must be a timestamp like 2026-01-24T10:00:00Z")
+        updated = parse_timestamp(self.data.get("updated_at", created))
+        if updated is None:
+            raise self.fail("updated_at", "'updated_at' must be a timestamp like 2026-01-24T10:00:00Z")
+        return created, updated
 
 
 @cache

@@ -21,7 +21,7 @@ from typing import Any, Final
 from specactor.domain.airsspec import frontmatter, vocab
 from specactor.domain.airsspec.errors import ValidationFailed
 from specactor.domain.airsspec.model import PlanDoc, PlanStep
-from specactor.domain.airsspec.text import block, note, parse_timestamp
+from specactor.domain.airsspec.text import block, note
 
 _STEP: Final = re.compile(r"^### Step (\d+):(?: (.*))?$")
 _BULLET: Final = re.compile(r"^- \*\*(Complexity|Status|Notes):\*\*(?: (.*))?$")
@@ -66,12 +66,7 @@ def parse(text: str, file: str, spec_id: str) -> PlanDoc:
     data = fm.data
     if data.get("spec_id", spec_id) != spec_id:
         raise fm.fail("spec_id", f"'spec_id' must be '{spec_id}', the directory the plan is in")
-    created = parse_timestamp(data.get("created_at"))
-    if created is None:
-        raise fm.fail("created_at", "'created_at' must be a timestamp like 2026-01-24T10:00:00Z")
-    updated = parse_timestamp(data.get("updated_at", created))
-    if updated is None:
-        raise fm.fail("updated_at", "'updated_at' must be a timestamp like 2026-01-24T10:00:00Z")
+    created, updated = fm.timestamps()
     first_body_line = text[:len(text) - len(fm.body)].count("\n") + 1
     steps, approach_lines = _steps(fm.body.split("\n"), file, first_body_line)
     approach = data.get("approach")

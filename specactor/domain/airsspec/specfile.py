@@ -8,7 +8,6 @@ from typing import Any
 from specactor.domain.airsspec import frontmatter, vocab
 from specactor.domain.airsspec.frontmatter import FrontMatter
 from specactor.domain.airsspec.model import Dependency, SpecDoc, SpecMeta
-from specactor.domain.airsspec.text import parse_timestamp
 
 
 def default_body(title: str, description: str) -> str:
@@ -35,7 +34,6 @@ def parse(text: str, file: str) -> SpecDoc:
         ValidationFailed: naming `file` and the line of the first problem.
     """
     fm = frontmatter.parse(text, file)
-    data = fm.data
     title = _string(fm, "title", required=True)
     if not title.strip():
         raise fm.fail("title", "'title' cannot be empty")
@@ -45,12 +43,7 @@ def parse(text: str, file: str) -> SpecDoc:
     state = vocab.lifecycle(_string(fm, "state", default="draft"))
     if state is None:
         raise fm.fail("state", f"'state' must be one of {', '.join(vocab.LIFECYCLES)}")
-    created = parse_timestamp(data.get("created_at"))
-    if created is None:
-        raise fm.fail("created_at", "'created_at' must be a timestamp like 2026-01-24T10:00:00Z")
-    updated = parse_timestamp(data.get("updated_at", created))
-    if updated is None:
-        raise fm.fail("updated_at", "'updated_at' must be a timestamp like 2026-01-24T10:00:00Z")
+    created, updated = fm.timestamps()
     meta = SpecMeta(title=title, description=_string(fm, "description", default=""), category=category,
                     state=state, dependencies=_dependencies(fm), created_at=created, updated_at=updated)
     return SpecDoc(meta=meta, content=fm.body)
