@@ -153,23 +153,24 @@ def _unhonourable(reason: str) -> Marker:
     return Marker(False, re.sub(r"[\x00-\x1f\x7f]", "?", reason))
 
 
-def metadata_schema(raw: str | None) -> str | None:
-    """The schema a change's valid metadata names (None when absent or invalid)."""
+def _load_mapping(raw: str | None) -> dict[str, Any] | None:
+    """`raw` as a YAML mapping; None when absent, not YAML, or not a mapping."""
     if raw is None:
         return None
     try:
         parsed = load(raw)
     except YamlError:
         return None
-    return parsed["schema"] if metadata_problem(parsed) is None else None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def metadata_schema(raw: str | None) -> str | None:
+    """The schema a change's valid metadata names (None when absent or invalid)."""
+    parsed = _load_mapping(raw)
+    return parsed["schema"] if parsed is not None and metadata_problem(parsed) is None else None
 
 
 def config_value(raw: str | None, key: str) -> Any:
     """One top-level value of `openspec/config.yaml` (None when absent or unparsable)."""
-    if raw is None:
-        return None
-    try:
-        parsed = load(raw)
-    except YamlError:
-        return None
-    return parsed.get(key) if isinstance(parsed, dict) else None
+    parsed = _load_mapping(raw)
+    return parsed.get(key) if parsed is not None else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from specactor.domain.openspec.blocks import RequirementsParts
 from specactor.domain.openspec.merge import first_foreign_tail
 from specactor.domain.openspec.spec_rules import SPEC_NO_REQUIREMENTS, is_valid, validate_spec_content
-from specactor.domain.openspec.text import fence_mask, normalize_newlines, rx, trim
+from specactor.domain.openspec.text import columns, fence_mask, normalize_newlines, rx, trim
 
 _SECTION = rx(r"^ {0,3}##\s+(.+?)\s*$")
 _PURPOSE = rx(r"^purpose$", "i")
@@ -34,16 +34,9 @@ def retirable(spec: str, rebuilt: str) -> bool:
     return not is_valid(issues, False) and bool(errors) and all(i.message == SPEC_NO_REQUIREMENTS for i in errors)
 
 
-def _column(prefix: str) -> int:
-    column = 0
-    for ch in prefix:
-        column += 4 - column % 4 if ch == "\t" else 1
-    return column
-
-
-def _drop_indent(line: str, columns: int) -> str:
+def _drop_indent(line: str, width: int) -> str:
     column = index = 0
-    while index < len(line) and column < columns:
+    while index < len(line) and column < width:
         ch = line[index]
         if ch == " ":
             column += 1
@@ -111,7 +104,7 @@ def _block(raw: str, out: list[str]) -> None:
             continue
         if i == 0:
             continue
-        indent = _column(_INDENT.match(line).group(0))  # type: ignore[union-attr]
+        indent = columns(_INDENT.match(line).group(0))  # type: ignore[union-attr]
         inside = content_indent is not None and indent >= content_indent
         within = _drop_indent(line, content_indent) if inside and content_indent is not None else line
         lazy = paragraph and in_bullets and not _INTERRUPTS.match(within)
@@ -129,7 +122,7 @@ def _block(raw: str, out: list[str]) -> None:
             paragraph = not _INTERRUPTS.match(within)
             continue
         bullet = _LIST_ITEM.match(line)
-        content_indent = _column(bullet.group(1)) if bullet else None
+        content_indent = columns(bullet.group(1)) if bullet else None
         paragraph = bullet is not None
         if _SCENARIO.match(line):
             seen_scenario = in_bullets = True

@@ -8,7 +8,7 @@ directory, so symlinked change or capability directories are not walked, as in t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -65,49 +65,42 @@ def join(*parts: str) -> str:
 # ---------------------------------------------------------------------- discovery
 
 
+def _files(src: Source, directory: str,
+           segments: tuple[str, ...] = ()) -> Iterator[tuple[str, tuple[str, ...], Entry]]:
+    """Every entry under `directory` that is not a directory, skipping dot-names, as (path, the
+    directories below `directory` it sits in, entry)."""
+    for entry in src.entries(directory) or []:
+        if entry.name.startswith("."):
+            continue
+        path = join(directory, entry.name)
+        if entry.is_dir:
+            yield from _files(src, path, (*segments, entry.name))
+        else:
+            yield path, segments, entry
+
+
+def _is_file(src: Source, path: str, entry: Entry) -> bool:
+    """A regular file, or a symlink to one."""
+    return entry.is_file or (entry.is_link and src.kind(path) == "file")
+
+
 def discover_spec_files(src: Source, root: str) -> list[tuple[str, str]]:
     """Every `spec.md` at depth >= 1 under `root`, as (capability id, path), sorted by id."""
-    found: list[tuple[str, str]] = []
-
-    def walk(directory: str, segments: list[str]) -> None:
-        for entry in src.entries(directory) or []:
-            if entry.name.startswith("."):
-                continue
-            path = join(directory, entry.name)
-            if entry.is_dir:
-                walk(path, [*segments, entry.name])
-            elif entry.name == "spec.md" and segments:
-                if entry.is_file or (entry.is_link and src.kind(path) == "file"):
-                    found.append(("/".join(segments), path))
-
-    walk(root, [])
-    return sorted(found)
+    return sorted(("/".join(segments), path) for path, segments, entry in _files(src, root)
+                  if entry.name == "spec.md" and segments and _is_file(src, path, entry))
 
 
 def unread_delta_files(src: Source, root: str, has_delta_sections: Callable[[str], bool]) -> list[tuple[str, str]]:
     """Markdown files under a change's specs/ with delta sections that archive never reads,
     as (path relative to specs/, the spec.md it should be)."""
     found: list[tuple[str, str]] = []
-
-    def walk(directory: str, segments: list[str]) -> None:
-        for entry in src.entries(directory) or []:
-            if entry.name.startswith("."):
-                continue
-            path = join(directory, entry.name)
-            if entry.is_dir:
-                walk(path, [*segments, entry.name])
-                continue
-            markdown = entry.name.lower().endswith(".md") and entry.name != "spec.md"
-            if not (entry.is_file or entry.is_link) or not markdown:
-                continue
-            if entry.is_link and src.kind(path) != "file":
-                continue
-            if not src.memo(path, "has-delta", lambda t: t is not None and has_delta_sections(t)):
-                continue
-            capability = "/".join(segments) if segments else entry.name[:-3]
-            found.append(("/".join([*segments, entry.name]), f"{capability}/spec.md"))
-
-    walk(root, [])
+    for path, segments, entry in _files(src, root):
+        if not entry.name.lower().endswith(".md") or entry.name == "spec.md" or not _is_file(src, path, entry):
+            continue
+        if not src.memo(path, "has-delta", lambda t: t is not None and has_delta_sections(t)):
+            continue
+        capability = "/".join(segments) if segments else entry.name[:-3]
+        found.append(("/".join([*segments, entry.name]), f"{capability}/spec.md"))
     return sorted(found)
 
 
@@ -137,7 +130,7 @@ def is_spec_id(src: Source, ident: str) -> bool:
             return False
         directory = join(directory, segment)
     spec = next((e for e in src.entries(directory) or [] if e.name == "spec.md"), None)
-    return spec is not None and (spec.is_file or (spec.is_link and src.kind(join(directory, "spec.md")) == "file"))
+    return spec is not None and _is_file(src, join(directory, "spec.md"), spec)
 
 
 def active_change_ids(src: Source) -> list[str]:

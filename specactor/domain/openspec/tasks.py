@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specactor.domain.openspec.text import rx, trim, trim_end, trim_start
+from specactor.domain.openspec.text import indent_columns, rx, trim, trim_end, trim_start
 
 TASK_LINE = rx(r"^\s*(?:[-*+]|\d{1,9}[.)])\s*\[(?:\s*([^\]\s]?)\s*\](?![([])|\s+\])\s*(.*)")
 _LIST_ITEM = rx(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S")
@@ -98,18 +98,6 @@ def tick(content: str, task: str) -> tuple[str, Task, bool]:
 # ---------------------------------------------------------------------- validate warnings
 
 
-def _indent_columns(line: str) -> int:
-    column = 0
-    for ch in line:
-        if ch == " ":
-            column += 1
-        elif ch == "\t":
-            column += 4 - column % 4
-        else:
-            break
-    return column
-
-
 def _skip_front_matter(lines: list[str]) -> int:
     if not lines or not _FRONT_MATTER.match(trim_end(lines[0].removeprefix("\ufeff"))):
         return 0
@@ -143,7 +131,7 @@ def _first_list_item_line(content: str) -> int | None:
             if "-->" not in line[line.index("<!--") + 4:]:
                 in_comment = True
             continue
-        if _LIST_ITEM.match(line) and _indent_columns(line) < 4:
+        if _LIST_ITEM.match(line) and indent_columns(line) < 4:
             return i + 1
     return None
 

@@ -95,6 +95,19 @@ def rx(pattern: str, flags: str = "") -> re.Pattern[str]:
     return re.compile(_translate(pattern, "m" in flags), py_flags)
 
 
+def columns(prefix: str) -> int:
+    """The width of `prefix` in columns, a tab reaching the next multiple of 4 (CommonMark's rule)."""
+    column = 0
+    for ch in prefix:
+        column += 4 - column % 4 if ch == "\t" else 1
+    return column
+
+
+def indent_columns(line: str) -> int:
+    """The width of `line`'s leading spaces and tabs."""
+    return columns(line[:len(line) - len(line.lstrip(" \t"))])
+
+
 def normalize_newlines(text: str) -> str:
     """`content.replace(/\\r\\n?/g, '\\n')`."""
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
