@@ -172,6 +172,17 @@ class Worker:
         self.parser = _Parser()
         self.last_used = time.monotonic()
 
+    def poll(self) -> tuple[int, list[Response]] | None:
+        """A non-blocking read: (when it was read, the replies it completed), or None once the
+        server has closed the connection."""
+        assert self.sock is not None
+        try:
+            data = self.sock.recv(1 << 16)
+        except BlockingIOError:
+            return time.perf_counter_ns(), []
+        received = time.perf_counter_ns()
+        return (received, self.parser.feed(data)) if data else None
+
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
@@ -296,15 +307,10 @@ def closed_loop(workers: list[Worker], duration_s: float, timeout: float,
                 raise fail(f"timed out with {len(inflight)} replies missing")
             for key, _ in sel.select((deadline - now) / 1e9):
                 w, mid, sent = inflight[key.fd]
-                assert w.sock is not None
-                try:
-                    data = w.sock.recv(1 << 16)
-                except BlockingIOError:
-                    continue
-                received = time.perf_counter_ns()
-                if not data:
+                got = w.poll()
+                if got is None:
                     raise fail("the server closed a connection with a request in flight")
-                replies = w.parser.feed(data)
+                received, replies = got
                 if not replies:
                     continue
                 r = replies[0]

@@ -188,15 +188,10 @@ def open_loop(clients: list[Client], ops: list[tuple[str, Callable[[], tuple[str
             for key, _ in sel.select(max(0.0, wait)):
                 c = by_fd[key.fd]
                 w = c.worker
-                assert w.sock is not None
-                try:
-                    data = w.sock.recv(1 << 16)
-                except BlockingIOError:
-                    continue
-                received = time.perf_counter_ns()
-                if not data:
+                got = w.poll()
+                if got is None:
                     raise HarnessError("the server closed a connection with a request in flight")
-                replies = w.parser.feed(data)
+                received, replies = got
                 if not replies or c.inflight is None:
                     continue
                 mid, d, name = c.inflight
