@@ -404,12 +404,7 @@ class StorageActor:
         return result
 
     def _run_tx(self, fn: Callable[[Tx], Any]) -> Any:
-        with self._locked():
-            tx = Tx(self.root)
-            result = fn(tx)
-            tx.commit()
-            self.commits += 1
-            return result
+        return self._run_group([fn])[0].unwrap()
 
     def _run_group(self, fns: list[Callable[[Tx], Any]]) -> list[outcome.Outcome[Any]]:
         """Group commit: run queued transactions one after another under one lock, each reading
