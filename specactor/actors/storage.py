@@ -1,10 +1,12 @@
 """The storage actor: it owns every write to the workspace.
 
-Each write is atomic (temp file in the same directory, fsync, rename, fsync of the
-directory) and happens under an advisory lock on `<root>/.specactor/workspace.lock`, so two
-specactor processes on one workspace serialise their read-modify-write transactions and never
-lose an update. Paths are checked first: nothing outside the root is read or written, and a
-symlink that leads out of it is refused.
+Each write is atomic (temp file in the same directory, swapped into place: `actors/files.py`)
+and durable before it is acknowledged: logged in the write-ahead log (`actors/wal.py`, one
+fdatasync) or, where there is none, fsynced with its directories. It happens under an advisory
+lock on `<root>/.specactor/workspace.lock`, so two specactor processes on one workspace
+serialise their read-modify-write transactions and never lose an update. Paths are checked
+first: nothing outside the root is read or written, and a symlink that leads out of it is
+refused.
 """
 
 from __future__ import annotations
@@ -13,260 +15,52 @@ import contextlib
 import errno
 import fcntl
 import functools
+import math
 import os
-import re
-import stat
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypeVar
 
 import outcome
 import trio
 
+from specactor.actors import wal
+from specactor.actors.files import (
+    PathEscape,
+    atomic_write,
+    commit,
+    fsync_dir,
+    fsync_present,
+    install,
+    normal_relative,
+    resolve_inside,
+    safe_relative,
+    stage,
+    sweep_stale_temps,
+    unlink_quietly,
+)
 from specactor.actors.mailbox import Mailbox
 from specactor.logsetup import get_logger
 
 T = TypeVar("T")
 log = get_logger("specactor.storage")
 
+__all__ = ["LockBusy", "PathEscape", "StorageActor", "Tx", "atomic_write", "commit", "fsync_dir", "install",
+           "normal_relative", "resolve_inside", "safe_relative", "stage", "sweep_stale_temps"]
+
 LOCK_WAIT = 10.0  # seconds to wait for another process's transaction before giving up
-
-
-class PathEscape(ValueError):
-    """A path that is absolute, climbs out with `..`, holds a NUL or backslash, or leaves via a symlink."""
 
 
 class LockBusy(RuntimeError):
     pass
 
 
-def normal_relative(rel: str) -> str:
-    """Check the spelling of a workspace-relative path and normalise it ("./a//b" -> "a/b", "." for
-    the root itself); raise PathEscape naming the problem. Plain string work: this runs for every
-    file a transaction touches, so it avoids pathlib's parsing."""
-    if not rel or "\x00" in rel:
-        raise PathEscape(f"invalid path {rel!r}: empty or contains NUL")
-    if "\\" in rel:
-        raise PathEscape(f"invalid path {rel!r}: backslashes are not allowed")
-    if rel[0] == "/":
-        raise PathEscape(f"invalid path {rel!r}: must be relative to the workspace")
-    parts = [part for part in rel.split("/") if part and part != "."]
-    if ".." in parts:
-        raise PathEscape(f"invalid path {rel!r}: '..' segments are not allowed")
-    return "/".join(parts) or "."
-
-
-def safe_relative(rel: str) -> PurePosixPath:
-    """`normal_relative` as a PurePosixPath."""
-    return PurePosixPath(normal_relative(rel))
-
-
-@functools.lru_cache(maxsize=64)
-def _real_root(root: str) -> str:
-    """The workspace root with its symlinks resolved, ending in "/". Cached: a root re-pointed
-    while we run can only make later paths look outside it (refused), never let one escape."""
-    return os.path.join(os.path.realpath(root), "")
-
-
-def _leads_out(real_root: str, norm: str) -> bool:
-    """Whether `norm` under `real_root` (symlinks resolved, ending in "/") reaches outside it
-    through a symlink. Walks only the relative part, one lstat per component, and stops at the
-    first component that does not exist: nothing below it can be a link."""
-    path = real_root[:-1]
-    for part in norm.split("/"):
-        path = f"{path}/{part}"
-        try:
-            mode = os.lstat(path).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        if stat.S_ISLNK(mode):
-            path = os.path.realpath(path)
-            if path + "/" != real_root and not path.startswith(real_root):
-                return True
-    return False
-
-
-def resolve_inside(root: Path, rel: str) -> Path:
-    """`root/rel`, refusing anything that escapes `root`, through symlinks too."""
-    norm = normal_relative(rel)
-    if norm == ".":
-        return root
-    if _leads_out(_real_root(os.fspath(root)), norm):
-        raise PathEscape(f"invalid path {rel!r}: leads outside the workspace")
-    return root / norm
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()  # read once, at import: os.umask cannot be read without setting it
-
-
-def stage(path: Path, data: bytes, *, sync: bool = True) -> Path:
-    """Write `data` to a temp file beside `path` (synced unless `sync` is False), with the mode
-    `path` has (or would get)."""
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_UMASK
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except FileNotFoundError:  # the directory is new: make it (and its parents) once, not every time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if mode != 0o600:  # mkstemp makes 0600; keep the file's own mode
-                os.fchmod(fd, mode)
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        _unlink(Path(tmp))
-        raise
-    return Path(tmp)
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-
-
-# What `stage` names its temp files: ".<target name>.<8 random characters>.tmp" (tempfile.mkstemp).
-_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
-SWEPT_DIRS = (".airsspec", "openspec", ".specactor")  # where specactor writes inside a workspace
-STALE_AFTER_S = 60.0  # far longer than any write takes between staging and its rename
-
-
-def sweep_stale_temps(root: Path, now: float | None = None) -> list[Path]:
-    """Remove temp files a killed writer left behind (`stage`'s names, untouched for a minute) under
-    the directories specactor writes in; the files removed. A live writer's temp file is younger."""
-    now = time.time() if now is None else now
-    removed: list[Path] = []
-    for top in SWEPT_DIRS:
-        for directory, _, files in os.walk(root / top):
-            for name in files:
-                if not _TEMP_NAME.match(name):
-                    continue
-                path = Path(directory, name)
-                try:
-                    if now - path.lstat().st_mtime > STALE_AFTER_S:
-                        path.unlink()
-                        removed.append(path)
-                except FileNotFoundError:
-                    pass
-    return removed
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so a reader or a crash sees the old bytes or the new, never half."""
-    commit([(path, data)], [])
-
-
-_sync_pool: ThreadPoolExecutor | None = None
-_sync_pool_lock = threading.Lock()
-
-
-def _fsync_paths(paths: list[Path]) -> None:
-    """fsync files or directories by path, all at once: fsyncs that reach ext4 together share one
-    journal commit, so two files cost about one (the caller's thread takes the first). Raises the
-    first failure after every fsync has ended."""
-    global _sync_pool
-    if not paths:
-        return
-    futures = []
-    if len(paths) > 1:
-        with _sync_pool_lock:
-            if _sync_pool is None:
-                _sync_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="specactor-fsync")
-        futures = [_sync_pool.submit(_fsync_path, p) for p in paths[1:]]
-    failure: BaseException | None = None
-    try:
-        _fsync_path(paths[0])
-    except BaseException as err:
-        failure = err
-    for future in futures:
-        failure = failure or future.exception()
-    if failure is not None:
-        raise failure
-
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _missing_parents(paths: Iterable[Path]) -> set[Path]:
-    """The directories that writing `paths` will create (each path's parents up to the first that exists)."""
-    missing: set[Path] = set()
-    present: set[Path] = set()
-    for path in paths:
-        for parent in path.parents:
-            if parent in present or parent in missing:
-                break
-            if parent.exists():
-                present.add(parent)
-                break
-            missing.add(parent)
-    return missing
-
-
-def commit(writes: list[tuple[Path, bytes]], deletes: list[Path], volatile: frozenset[Path] = frozenset()) -> None:
-    """Apply a transaction: stage every file first, then rename them all into place.
-
-    A failure while staging (a full disk, a parent that is a file) leaves every target as it
-    was; only the renames, each atomic, come after. Every staged file is fsynced (all at once)
-    before the first rename, and directories are fsynced after so the renames last. Files in
-    `volatile` are renamed atomically but their contents are not fsynced: caches and indexes a
-    reader can rebuild, whose loss in a power cut costs a rescan, not data.
-    """
-    new_dirs = _missing_parents(path for path, _ in writes)
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for path, data in writes:
-            staged.append((stage(path, data, sync=False), path))
-        _fsync_paths([tmp for tmp, path in staged if path not in volatile])
-    except BaseException:
-        for tmp, _ in staged:
-            _unlink(tmp)
-        raise
-    touched: set[Path] = set()
-    for tmp, path in staged:
-        os.replace(tmp, path)
-        if path not in volatile:  # a volatile file's rename need not outlive a power cut either
-            touched.add(path.parent)
-    for path in deletes:
-        try:
-            path.unlink()
-            touched.add(path.parent)
-        except FileNotFoundError:
-            pass
-    _fsync_paths([d for d in touched | {d.parent for d in new_dirs} if d.exists()])
+@functools.cache
+def current_boot() -> str | None:
+    """This boot's id (tests replace this to play a reboot)."""
+    return wal.boot_id()
 
 
 @dataclass
@@ -278,6 +72,14 @@ class Tx:
     volatile: set[str] = field(default_factory=set)
     paths: dict[str, Path] = field(default_factory=dict)  # checked targets of `writes`, resolved once
     base: Tx | None = None  # the earlier transactions of a group commit, not yet on disk
+    settle_hook: Callable[[], None] | None = None
+
+    def settle(self) -> None:
+        """Make every write acknowledged so far durable on disk (the write-ahead log's
+        checkpoint), for a transaction about to change files around the storage: moving a
+        directory. Not this transaction's own writes, nor its group's: they commit after it."""
+        if self.settle_hook is not None:
+            self.settle_hook()
 
     def read(self, rel: str) -> bytes | None:
         key = normal_relative(rel)  # "./a" and "d//a" are the same files as "a" and "d/a"
@@ -341,9 +143,11 @@ class StorageActor:
     """Args:
         root: the workspace root.
         lock_path: the inter-process lock file (default `<root>/.specactor/workspace.lock`).
+        use_log: commit through the write-ahead log beside the lock file (`actors/wal.py`) where
+            the kernel names its boot (Linux); else every commit fsyncs its files and directories.
     """
 
-    def __init__(self, root: Path, *, lock_path: Path | None = None) -> None:
+    def __init__(self, root: Path, *, lock_path: Path | None = None, use_log: bool = True) -> None:
         self.root = root
         self.lock_path = lock_path or root / ".specactor" / "workspace.lock"
         # Writers wait for their answer, so the queue holds at most one letter per in-flight
@@ -352,6 +156,8 @@ class StorageActor:
         self.commits = 0  # transactions committed
         self.groups = 0  # group commits (each one round of fsyncs)
         self._swept = False
+        self.use_log = use_log
+        self._wal: wal.WriteAheadLog | None = None
 
     # ------------------------------------------------------------------ client API
 
@@ -379,23 +185,47 @@ class StorageActor:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        async for letter in self.mailbox:
-            group = [letter]  # and whatever queued up while the last group committed
-            while len(group) < GROUP_MAX:
-                try:
-                    group.append(self.mailbox.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            with contextlib.ExitStack() as answered:
-                for one in group:
-                    answered.enter_context(one)
-                try:
-                    # Never abandoned on cancel: a commit in progress finishes.
-                    results = await trio.to_thread.run_sync(self._run_group, [one.body.fn for one in group])
-                except Exception as exc:  # the workspace lock could not be had: nothing ran
-                    results = [outcome.Error(exc)] * len(group)
-                for one, result in zip(group, results, strict=True):
-                    one.answer(result)
+        try:
+            if self._log_exists():  # a crash may have left records to restore: before any write
+                await self._checkpoint_in_thread()
+            while True:
+                idle = self._wal is not None and self._wal.count > 0
+                with trio.move_on_after(wal.IDLE_CHECKPOINT_S if idle else math.inf) as waited:
+                    try:
+                        letter = await self.mailbox.receive()
+                    except trio.EndOfChannel:
+                        return
+                if waited.cancelled_caught:  # quiet for a while: make the logged writes durable
+                    await self._checkpoint_in_thread()
+                    continue
+                await self._serve([letter])
+        finally:
+            if self._wal is not None and self._wal.count > 0:
+                with trio.CancelScope(shield=True):  # stopping: leave the log empty
+                    await self._checkpoint_in_thread()
+
+    async def _serve(self, group: list[Any]) -> None:
+        while len(group) < GROUP_MAX:  # and whatever queued up while the last group committed
+            try:
+                group.append(self.mailbox.receive_nowait())
+            except trio.WouldBlock:
+                break
+        with contextlib.ExitStack() as answered:
+            for one in group:
+                answered.enter_context(one)
+            try:
+                # Never abandoned on cancel: a commit in progress finishes.
+                results = await trio.to_thread.run_sync(self._run_group, [one.body.fn for one in group])
+            except Exception as exc:  # the workspace lock could not be had: nothing ran
+                results = [outcome.Error(exc)] * len(group)
+            for one, result in zip(group, results, strict=True):
+                one.answer(result)
+
+    async def _checkpoint_in_thread(self) -> None:
+        try:
+            await trio.to_thread.run_sync(self.checkpoint_blocking)
+        except Exception as exc:  # the lock busy, a disk error: the log keeps the records
+            log.warning("write-ahead log checkpoint failed", error=repr(exc))
 
     def transact_blocking(self, fn: Callable[[Tx], T]) -> T:
         """`transact` for code already on a worker thread (or a storage rooted elsewhere that no
@@ -403,25 +233,27 @@ class StorageActor:
         result: T = self._run_tx(fn)
         return result
 
+    def checkpoint_blocking(self) -> None:
+        """Restore what a crash left in the write-ahead log, then make every logged write durable
+        and empty the log (a no-op where there is no log)."""
+        with self._locked():
+            self._prepare()
+            self._settle()
+
     def _run_tx(self, fn: Callable[[Tx], Any]) -> Any:
         return self._run_group([fn])[0].unwrap()
 
     def _run_group(self, fns: list[Callable[[Tx], Any]]) -> list[outcome.Outcome[Any]]:
         """Group commit: run queued transactions one after another under one lock, each reading
         the workspace as the ones before it left it, then commit what they wrote in one go (one
-        round of fsyncs for the lot). A transaction that raises is left out and fails alone; if
-        the commit fails, every one of them fails and none is acknowledged."""
+        log record, or one round of fsyncs, for the lot). A transaction that raises is left out
+        and fails alone; if the commit fails, every one of them fails and none is acknowledged."""
         with self._locked():
-            if not self._swept:  # once, with the first write: what a killed writer left behind
-                self._swept = True
-                stale = sweep_stale_temps(self.root)
-                if stale:
-                    log.warning("removed temp files a killed writer left behind", count=len(stale),
-                                first=str(stale[0]))
+            self._prepare()
             group = Tx(self.root)
             results: list[outcome.Outcome[Any]] = []
             for fn in fns:
-                tx = Tx(self.root, base=group)
+                tx = Tx(self.root, base=group, settle_hook=self._settle)
                 try:
                     value = fn(tx)
                 except Exception as exc:
@@ -430,12 +262,112 @@ class StorageActor:
                 group.absorb(tx)
                 results.append(outcome.Value(value))
             try:
-                group.commit()
+                self._commit(group)
             except Exception as exc:
                 return [outcome.Error(exc) if isinstance(r, outcome.Value) else r for r in results]
             self.commits += sum(isinstance(r, outcome.Value) for r in results)
             self.groups += 1
             return results
+
+    # ------------------------------------------------------------------ the write-ahead log
+
+    def _log_exists(self) -> bool:
+        return current_boot() is not None and (self.lock_path.parent / wal.WAL_NAME).exists()
+
+    def _prepare(self) -> None:
+        """Under the lock, before a transaction: sweep what a killed writer left (once), open the
+        log (once), and restore the records other writers left that need it."""
+        if not self._swept:
+            self._swept = True
+            stale = sweep_stale_temps(self.root)
+            if stale:
+                log.warning("removed temp files a killed writer left behind", count=len(stale),
+                            first=str(stale[0]))
+        if self._wal is None:
+            boot = current_boot()
+            if boot is None or not self.use_log:
+                return
+            opened = wal.WriteAheadLog(self.lock_path.parent, boot)
+            opened.open()
+            self._wal = opened
+        found = self._wal.catch_up()
+        broken = [f for f in found if f.record.boot != self._wal.boot or not f.applied]
+        if broken:
+            self._restore(broken)
+            self._settle()
+
+    def _restore(self, found: list[wal.Found]) -> None:
+        """Redo logged writes whose files a crash may have lost (see `wal.restorable`)."""
+        latest: dict[str, tuple[float, bytes | None]] = {}
+        for one in found:
+            for rel, data in one.record.writes:
+                latest[rel] = (one.record.time, data)
+        writes: list[tuple[Path, bytes]] = []
+        deletes: list[Path] = []
+        for rel, (when, data) in latest.items():
+            try:
+                path = resolve_inside(self.root, rel)
+            except PathEscape:
+                log.warning("write-ahead log names a path outside the workspace; skipped", path=rel[:200])
+                continue
+            if wal.restorable(when, path, data):
+                if data is None:
+                    deletes.append(path)
+                else:
+                    writes.append((path, data))
+        commit(writes, deletes)
+        log.warning("restored files from the write-ahead log after a crash", records=len(found),
+                    files=len(writes) + len(deletes))
+
+    def _settle(self) -> None:
+        if self._wal is not None and self._wal.count > 0:
+            self._wal.checkpoint(self.root, self._inside, fsync_present)
+
+    def _inside(self, rel: str) -> Path | None:
+        try:
+            return resolve_inside(self.root, rel)
+        except PathEscape:
+            return None
+
+    def _commit(self, group: Tx) -> None:
+        """Commit the group's writes: through the log when there is one (one fdatasync, files
+        installed without fsyncs), else `Tx.commit` (fsyncs). Volatile files are not logged."""
+        journal = self._wal
+        logged = [(rel, data) for rel, data in group.writes.items() if rel not in group.volatile]
+        if journal is None or not logged:
+            group.commit()
+            return
+        if sum(len(rel) + len(data or b"") + 16 for rel, data in logged) + 64 > journal.capacity():
+            self._settle()  # too big for the log: the fsync way, after the log's records
+            group.commit()
+            return
+        staged: list[tuple[Path, Path]] = []
+        try:
+            for rel, data in group.writes.items():
+                if data is not None:
+                    staged.append((stage(group.paths[rel], data, sync=False), group.paths[rel]))
+            try:
+                offset = journal.append(logged, time.time())
+            except wal.LogFull:
+                self._settle()
+                offset = journal.append(logged, time.time())
+        except BaseException:
+            for tmp, _ in staged:
+                unlink_quietly(tmp)
+            raise
+        try:
+            while staged:
+                install(*staged[0])
+                staged.pop(0)
+            for rel, data in group.writes.items():
+                if data is None:
+                    unlink_quietly(group.paths[rel])
+        except BaseException:
+            journal.void(offset)
+            for tmp, _ in staged:
+                unlink_quietly(tmp)
+            raise
+        journal.mark_applied(offset)
 
     def _locked(self) -> _FileLock:
         return _FileLock(self.lock_path)

@@ -138,7 +138,9 @@ class Workspace:
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """A read-modify-write under the workspace lock; the journal is recovered first."""
         def txn(tx: Tx) -> T:
-            recover(self.project)
+            if os.path.exists(self.project / JOURNAL):  # redoing an archive moves files: settle first
+                tx.settle()
+                recover(self.project)
             self.source.refresh()
             return fn(tx)
 
@@ -390,12 +392,16 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
                           (f"openspec/{found.move[0]}", f"openspec/{found.move[1]}"))
             return ArchiveOut(found.record, ws.root())
 
+        def settled_run(tx: Tx) -> ArchiveOut:
+            tx.settle()  # the archive moves files the write-ahead log may name: make them durable first
+            return run(ws.view(tx))
+
         try:
             if args.dryRun:
                 return await ws.read(run)
             for _ in range(REQUEUES):
                 try:
-                    return await ws.write(lambda tx: run(ws.view(tx)))
+                    return await ws.write(settled_run)
                 except _Requeue:
                     continue
             raise ToolError("CONFLICT", f"Change '{args.changeId}' kept being written by concurrent calls; archive "

@@ -10,8 +10,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import trio
 
-from tests.openspec.support import call_tool, tree
+from specactor.actors import wal
+from specactor.testing import open_memory_server
+from tests.openspec.support import call_tool, config, tree
 from tests.openspec.workspaces import basic, materialise
 
 CHANGE = "add-two-factor-auth"
@@ -100,3 +103,37 @@ def test_half_written_and_unreadable_markdown_gives_issues_not_crashes(tmp_path:
     assert all(r["success"] or r["error"]["code"] != "INTERNAL" for r in results), results
     items = {i["id"]: i for i in results[0]["data"]["items"]}
     assert items["user-auth"]["valid"] is False
+
+
+@pytest.mark.skipif(wal.boot_id() is None, reason="no boot id here (not Linux): no write-ahead log")
+def test_an_archive_first_makes_the_logged_writes_durable_so_no_restore_can_bring_the_change_back(
+        tmp_path: Path) -> None:
+    root = materialise(basic(), tmp_path / "ws")
+
+    async def go() -> list[list[str]]:
+        seen = []
+        async with open_memory_server(config(root)) as client:
+            with trio.fail_after(60):
+                await client.initialize()
+                ticked = await client.request("tools/call", {"name": "task_complete", "arguments": {
+                    "changeId": CHANGE, "task": "1.3"}}, timeout=60)
+                assert ticked["result"]["structuredContent"]["success"]
+                seen.append(logged(root))
+                archived = await client.request("tools/call", {"name": "archive", "arguments": {
+                    "changeId": CHANGE, "force": True}}, timeout=60)
+                assert archived["result"]["structuredContent"]["success"]
+                seen.append(logged(root))
+        return seen
+
+    before, after = trio.run(go)
+    assert before == [f"openspec/changes/{CHANGE}/tasks.md"]  # the tick went through the log...
+    assert after == []  # ...and was made durable before the change directory moved
+
+
+def logged(root: Path) -> list[str]:
+    reader = wal.WriteAheadLog(root / ".specactor", "reader")
+    reader.open()
+    try:
+        return [rel for found in reader.catch_up() for rel, _ in found.record.writes]
+    finally:
+        reader.close()

@@ -1,0 +1,270 @@
+"""The storage actor's write-ahead log: one `fdatasync` makes a commit durable.
+
+Without it a commit costs two rounds of fsyncs (the staged files, then their directories) and a
+rename over each file, which on ext4 flushes the new file's data (`auto_da_alloc`). With it a
+commit logs the files' new contents in one record, syncs that (an overwrite inside a zero-filled
+region: data only, no journal commit), and then installs the files as before but without
+fsyncs, swapping each into place with `renameat2(RENAME_EXCHANGE)`. The files stay the record a
+reader reads; the log only makes them survive a crash of the machine:
+
+- A *checkpoint* fsyncs every file the log names and its directories, then starts a new
+  generation (records of an older one are ignored). It runs when the log is full, when the
+  storage actor is idle for `IDLE_CHECKPOINT_S`, when it stops, and before anything moves files
+  around the storage (an OpenSpec archive).
+- A process that finds records when it takes the workspace lock *restores* the ones whose files
+  may not be what they say: records written before the machine last booted (the page cache that
+  held their files is gone), and records whose writer died between logging and installing them.
+  A file is restored only if it is missing or older than its record (`SLACK_S`), so an edit made
+  after the record, by hand or by git, is kept.
+
+Everything here runs on the storage actor's worker thread, under the workspace lock. This is
+part of the storage actor (no task of its own): the log's format and its file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+# Header at offset 0: magic, generation, crc32 of the generation. Records start at HEADER_SIZE.
+HEADER = struct.Struct("<8sQI")
+HEADER_MAGIC = b"SPECWAL1"
+HEADER_SIZE = 64
+# A record: magic, generation, payload length, crc32 (generation, length, payload), applied flag.
+RECORD = struct.Struct("<4sQIIB3x")
+RECORD_MAGIC = b"WREC"
+APPLIED_AT = 20  # offset of the applied flag inside a record header
+REGION = 2 * 1024 * 1024  # the zero-filled log: ~250 commits of a few KB before a checkpoint
+MAX_RECORDS = 256  # a checkpoint fsyncs at most this many commits' files
+IDLE_CHECKPOINT_S = 1.0  # the storage actor checkpoints after this long without a write
+SLACK_S = 0.5  # a file this much newer than its record was changed after it: keep it
+WAL_NAME = "wal"
+
+
+class Record(msgspec.Struct, array_like=True, frozen=True):
+    boot: str  # the kernel's boot id when it was written
+    time: float  # wall clock after its files were staged (no file it wrote is newer)
+    writes: list[tuple[str, bytes | None]]  # workspace-relative path -> contents (None: deleted)
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(Record).decode
+
+
+@dataclass(frozen=True)
+class Found:
+    """A record read back from the log."""
+
+    offset: int
+    record: Record
+    applied: bool
+
+
+class LogFull(Exception):
+    """The record does not fit in what is left of the log (checkpoint, then try again)."""
+
+
+def boot_id() -> str | None:
+    """The kernel's id for this boot (Linux), or None where there is none: no log then."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            return f.read().decode().strip() or None
+    except OSError:
+        return None
+
+
+def _crc(generation: int, payload: bytes) -> int:
+    return zlib.crc32(payload, zlib.crc32(struct.pack("<QI", generation, len(payload))))
+
+
+def _header(generation: int) -> bytes:
+    return HEADER.pack(HEADER_MAGIC, generation, zlib.crc32(struct.pack("<Q", generation))).ljust(HEADER_SIZE, b"\0")
+
+
+def ancestors(root: Path, paths: Iterable[Path]) -> set[Path]:
+    """Every directory from each path's parent up to `root`, inclusive."""
+    found: set[Path] = set()
+    for path in paths:
+        for parent in path.parents:
+            if parent in found:
+                break
+            found.add(parent)
+            if parent == root:
+                break
+    return found
+
+
+class WriteAheadLog:
+    """The log file `<dir>/wal` of one workspace. Call every method under the workspace lock."""
+
+    def __init__(self, directory: Path, boot: str) -> None:
+        self.path = directory / WAL_NAME
+        self.boot = boot
+        self.fd = -1
+        self.generation = 0
+        self.end = HEADER_SIZE  # where the next record goes
+        self.count = 0  # records in this generation
+        self.dirty: set[str] = set()  # paths the records of this generation wrote
+
+    # ------------------------------------------------------------------ opening and reading
+
+    def open(self) -> None:
+        """Open the log, creating it (zero-filled, synced, then renamed into place) if missing."""
+        if not self.path.exists():
+            self._create()
+        self.fd = os.open(self.path, os.O_RDWR)
+        if os.fstat(self.fd).st_size < REGION:  # not ours, or cut short: start a fresh log
+            os.close(self.fd)
+            self._create()
+            self.fd = os.open(self.path, os.O_RDWR)
+
+    def _create(self) -> None:
+        directory = self.path.parent
+        directory.mkdir(parents=True, exist_ok=True)
+        ignore = directory / ".gitignore"
+        if not ignore.exists():  # runtime state, never a repository's business
+            ignore.write_text("wal\nwal.new\nworkspace.lock\n")
+        tmp = directory / f"{WAL_NAME}.new"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            zeros = bytes(256 * 1024)  # written, not fallocated: later overwrites change no metadata
+            for offset in range(0, REGION, len(zeros)):
+                os.pwrite(fd, zeros, offset)
+            os.pwrite(fd, _header(1), 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def read_generation(self) -> int | None:
+        magic, generation, crc = HEADER.unpack(os.pread(self.fd, HEADER.size, 0))
+        if magic != HEADER_MAGIC or crc != zlib.crc32(struct.pack("<Q", generation)):
+            return None
+        return int(generation)
+
+    def catch_up(self) -> list[Found]:
+        """The records other writers added since this process last looked (all of them when a
+        checkpoint started a new generation meanwhile). A torn header means a checkpoint was
+        being written, so every file was already synced: the log starts afresh."""
+        generation = self.read_generation()
+        if generation is None:
+            generation = self.generation + 1
+            self._write_header(generation)
+        if generation != self.generation:
+            self.generation, self.end, self.count = generation, HEADER_SIZE, 0
+            self.dirty.clear()
+        found: list[Found] = []
+        while True:
+            one = self._read_at(self.end)
+            if one is None:
+                return found
+            found.append(one[0])
+            self.end = one[1]
+            self.count += 1
+            self.dirty.update(rel for rel, _ in one[0].record.writes)
+
+    def _read_at(self, offset: int) -> tuple[Found, int] | None:
+        if offset + RECORD.size > REGION:
+            return None
+        magic, generation, length, crc, applied = RECORD.unpack(os.pread(self.fd, RECORD.size, offset))
+        if magic != RECORD_MAGIC or generation != self.generation or offset + RECORD.size + length > REGION:
+            return None
+        payload = os.pread(self.fd, length, offset + RECORD.size)
+        if len(payload) != length or crc != _crc(generation, payload):
+            return None  # torn: its writer died before syncing it, so it was never acknowledged
+        try:
+            record = _decode(payload)
+        except msgspec.DecodeError:
+            return None
+        return Found(offset, record, bool(applied)), offset + RECORD.size + length
+
+    # ------------------------------------------------------------------ writing
+
+    def capacity(self) -> int:
+        """The largest payload an empty log holds."""
+        return REGION - HEADER_SIZE - RECORD.size
+
+    def append(self, writes: list[tuple[str, bytes | None]], now: float) -> int:
+        """Log `writes` durably (one pwrite, one fdatasync); the record's offset.
+
+        Raises:
+            LogFull: no room, or the generation's record budget is spent.
+        """
+        payload = _encode(Record(self.boot, now, writes))
+        size = RECORD.size + len(payload)
+        if self.count >= MAX_RECORDS or self.end + size > REGION:
+            raise LogFull
+        head = RECORD.pack(RECORD_MAGIC, self.generation, len(payload), _crc(self.generation, payload), 0)
+        data = head + payload
+        view = memoryview(data)
+        offset = self.end
+        while view:
+            view = view[os.pwrite(self.fd, view, offset + len(data) - len(view)):]
+        os.fdatasync(self.fd)
+        self.end += size
+        self.count += 1
+        self.dirty.update(rel for rel, _ in writes)
+        return offset
+
+    def mark_applied(self, offset: int) -> None:
+        """Its files are installed (page cache is enough: this only matters within one boot)."""
+        os.pwrite(self.fd, b"\x01", offset + APPLIED_AT)
+
+    def void(self, offset: int) -> None:
+        """Its files could not all be installed: it must never be restored."""
+        os.pwrite(self.fd, b"\0" * 4, offset)
+        os.fdatasync(self.fd)
+
+    def checkpoint(self, root: Path, resolve: Callable[[str], Path | None],
+                   sync: Callable[[list[Path]], None]) -> None:
+        """Make every file this generation wrote durable (files, then their directories up to
+        `root`), then start the next generation."""
+        if self.count:
+            paths = [p for p in map(resolve, sorted(self.dirty)) if p is not None]
+            sync([p for p in paths if os.path.isfile(p)])
+            sync([d for d in ancestors(root, paths) if os.path.isdir(d)])
+        self._write_header(self.generation + 1)
+        self.generation, self.end, self.count = self.generation + 1, HEADER_SIZE, 0
+        self.dirty.clear()
+
+    def _write_header(self, generation: int) -> None:
+        os.pwrite(self.fd, _header(generation), 0)
+        os.fdatasync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def restorable(record_time: float, path: Path, data: bytes | None) -> bool:
+    """Whether a logged write must be redone: the file is missing (or present, for a delete) and
+    not newer than the record, or holds other bytes and is not newer than the record."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return data is not None
+    if stat.S_ISDIR(st.st_mode) or st.st_mtime > record_time + SLACK_S:
+        return False  # changed after the record, by hand or by git: theirs is newer
+    if data is None:
+        return True
+    if st.st_size == len(data):
+        try:
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    return False
+        except OSError:
+            return True
+    return True

@@ -1,0 +1,308 @@
+"""The storage actor's write-ahead log: a commit is one logged record, a checkpoint makes the files
+durable and empties the log, and a crash (of the machine, or of a writer between logging and
+installing) is repaired from the log without overwriting anything changed after it."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from specactor.actors import storage as storage_module
+from specactor.actors import wal
+from specactor.actors.storage import StorageActor, Tx
+
+pytestmark = pytest.mark.skipif(wal.boot_id() is None, reason="no boot id here (not Linux): no write-ahead log")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+async def storage(root: Path) -> AsyncIterator[StorageActor]:
+    actor = StorageActor(root)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.run)
+        yield actor
+        nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+def boots(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The boot id the storage sees; append to it to play a reboot."""
+    seen = [wal.boot_id() or "boot-1"]
+    monkeypatch.setattr(storage_module, "current_boot", lambda: seen[-1])
+    yield seen
+
+
+def log_of(actor: StorageActor) -> wal.WriteAheadLog:
+    assert actor._wal is not None, "the actor has no write-ahead log"
+    return actor._wal
+
+
+def records(root: Path) -> list[wal.Found]:
+    """The records of the log's current generation, read as a new process would."""
+    reader = wal.WriteAheadLog(root / ".specactor", "reader")
+    reader.open()
+    try:
+        return reader.catch_up()
+    finally:
+        reader.close()
+
+
+def write(actor: StorageActor, rel: str, data: bytes | None) -> None:
+    def fn(tx: Tx) -> None:
+        if data is None:
+            tx.delete(rel)
+        else:
+            tx.write(rel, data)
+
+    actor.transact_blocking(fn)
+
+
+def aged(path: Path, data: bytes, seconds_ago: float) -> None:
+    """Put `data` at `path` as a crash could have left it: an older version, older than the log."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    then = time.time() - seconds_ago
+    os.utime(path, (then, then))
+
+
+# ---------------------------------------------------------------------- the ordinary path
+
+
+def test_a_commit_is_one_logged_record_and_a_checkpoint_empties_the_log(root: Path) -> None:
+    actor = StorageActor(root)
+    write(actor, "specs/a.md", b"alpha")
+    write(actor, "specs/b.md", b"beta")
+    found = records(root)
+    assert [f.record.writes for f in found] == [[("specs/a.md", b"alpha")], [("specs/b.md", b"beta")]]
+    assert all(f.applied for f in found)
+    generation = log_of(actor).generation
+    actor.checkpoint_blocking()
+    assert records(root) == [] and log_of(actor).generation == generation + 1
+    assert (root / "specs" / "a.md").read_bytes() == b"alpha"
+    assert (root / ".specactor" / ".gitignore").read_text().splitlines()[0] == "wal"
+
+
+def test_volatile_files_are_installed_but_not_logged(root: Path) -> None:
+    actor = StorageActor(root)
+
+    def fn(tx: Tx) -> None:
+        tx.write("index.cache", b"rebuildable", durable=False)
+        tx.write("spec.md", b"kept")
+
+    actor.transact_blocking(fn)
+    assert [f.record.writes for f in records(root)] == [[("spec.md", b"kept")]]
+    assert (root / "index.cache").read_bytes() == b"rebuildable"
+
+
+def test_without_the_log_a_commit_fsyncs_as_before_and_writes_no_log(root: Path) -> None:
+    actor = StorageActor(root, use_log=False)
+    write(actor, "a.md", b"plain")
+    assert (root / "a.md").read_bytes() == b"plain" and not (root / ".specactor" / "wal").exists()
+
+
+def test_a_full_log_is_checkpointed_and_the_writes_go_on(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wal, "MAX_RECORDS", 3)
+    actor = StorageActor(root)
+    for i in range(10):
+        write(actor, f"f{i % 4}.md", f"v{i}".encode())
+    assert log_of(actor).generation >= 4 and len(records(root)) == 10 % 3
+    assert [(root / f"f{k}.md").read_bytes() for k in range(4)] == [b"v8", b"v9", b"v6", b"v7"]
+
+
+def test_a_transaction_too_big_for_the_log_is_committed_the_fsync_way_after_the_log(root: Path) -> None:
+    actor = StorageActor(root)
+    write(actor, "small.md", b"logged")
+    big = b"x" * (wal.REGION + 1)
+    write(actor, "big.bin", big)
+    assert records(root) == []  # settled first, then fsynced without a record
+    assert (root / "big.bin").read_bytes() == big and (root / "small.md").read_bytes() == b"logged"
+
+
+def test_a_transaction_that_settles_leaves_the_log_empty(root: Path) -> None:
+    actor = StorageActor(root)
+    write(actor, "a.md", b"one")
+    actor.transact_blocking(lambda tx: tx.settle())
+    assert records(root) == []
+
+
+# ---------------------------------------------------------------------- the actor's own checkpoints
+
+
+async def test_the_actor_checkpoints_when_idle(root: Path, mock_clock: trio.testing.MockClock,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    actor = StorageActor(root)
+    checkpointed = threading.Event()
+    checkpoint = actor.checkpoint_blocking
+
+    def watched() -> None:
+        checkpoint()
+        checkpointed.set()
+
+    monkeypatch.setattr(actor, "checkpoint_blocking", watched)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.run)
+        await actor.write("a.md", b"one")
+        assert log_of(actor).count == 1
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(wal.IDLE_CHECKPOINT_S / 2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not checkpointed.is_set()  # not idle long enough yet
+        mock_clock.jump(wal.IDLE_CHECKPOINT_S)
+        assert await trio.to_thread.run_sync(checkpointed.wait, 10)
+        assert records(root) == []
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_stopping_actor_leaves_the_log_empty(root: Path) -> None:
+    actor = StorageActor(root)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run)
+            await actor.write("a.md", b"one")
+            nursery.cancel_scope.cancel()
+    assert records(root) == [] and (root / "a.md").read_bytes() == b"one"
+
+
+# ---------------------------------------------------------------------- after a crash
+
+
+def test_after_a_reboot_files_the_crash_lost_are_restored_from_the_log(root: Path, boots: list[str]) -> None:
+    before = StorageActor(root)
+    write(before, "specs/a.md", b"acknowledged")
+    write(before, "specs/new/b.md", b"also acknowledged")
+    write(before, "gone.md", b"to be deleted")
+    write(before, "gone.md", None)
+    # the machine dies: the page cache held the new files, the disk has older ones (or none)
+    aged(root / "specs" / "a.md", b"stale", 60)
+    (root / "specs" / "new" / "b.md").unlink()
+    aged(root / "gone.md", b"came back", 60)
+    boots.append("boot-after-the-crash")
+    after = StorageActor(root)
+    after.checkpoint_blocking()  # what the actor does first when it starts
+    assert (root / "specs" / "a.md").read_bytes() == b"acknowledged"
+    assert (root / "specs" / "new" / "b.md").read_bytes() == b"also acknowledged"
+    assert not (root / "gone.md").exists()
+    assert records(root) == []
+
+
+def test_a_file_changed_after_its_record_is_kept_when_restoring(root: Path, boots: list[str]) -> None:
+    before = StorageActor(root)
+    write(before, "spec.md", b"written by specactor")
+    record_time = records(root)[0].record.time
+    (root / "spec.md").write_bytes(b"edited by hand later")
+    later = record_time + wal.SLACK_S + 5
+    os.utime(root / "spec.md", (later, later))
+    boots.append("boot-after-the-crash")
+    StorageActor(root).checkpoint_blocking()
+    assert (root / "spec.md").read_bytes() == b"edited by hand later"
+
+
+def test_within_one_boot_installed_records_are_not_redone(root: Path, boots: list[str]) -> None:
+    first = StorageActor(root)
+    write(first, "spec.md", b"from the log")
+    aged(root / "spec.md", b"older bytes, same boot: a hand edit the restore must not undo", 60)
+    StorageActor(root).checkpoint_blocking()
+    assert (root / "spec.md").read_bytes().startswith(b"older bytes")
+
+
+def test_a_record_its_writer_logged_but_never_installed_is_rolled_forward(root: Path) -> None:
+    (root / "spec.md").write_bytes(b"old")
+    os.utime(root / "spec.md", (time.time() - 60,) * 2)
+    dying = wal.WriteAheadLog(root / ".specactor", wal.boot_id() or "")
+    dying.open()
+    dying.catch_up()
+    dying.append([("spec.md", b"logged, then the writer was killed")], time.time())  # never installed
+    dying.close()
+    other = StorageActor(root)
+    write(other, "other.md", b"the next writer")
+    assert (root / "spec.md").read_bytes() == b"logged, then the writer was killed"
+
+
+def test_a_torn_record_at_the_end_of_the_log_is_ignored(root: Path, boots: list[str]) -> None:
+    actor = StorageActor(root)
+    write(actor, "a.md", b"whole")
+    end = log_of(actor).end
+    fd = os.open(root / ".specactor" / "wal", os.O_WRONLY)
+    os.pwrite(fd, wal.RECORD.pack(wal.RECORD_MAGIC, log_of(actor).generation, 100, 0, 0) + b"half", end)
+    os.close(fd)
+    assert len(records(root)) == 1
+    write(actor, "b.md", b"after the torn one")  # overwrites it
+    assert [f.record.writes[0][0] for f in records(root)] == ["a.md", "b.md"]
+
+
+def test_a_log_naming_a_path_outside_the_workspace_restores_nothing_there(
+        root: Path, boots: list[str], tmp_path: Path) -> None:
+    rogue = wal.WriteAheadLog(root / ".specactor", "an-older-boot")
+    rogue.open()
+    rogue.catch_up()
+    rogue.append([("../outside.txt", b"escape"), ("inside.md", b"fine")], time.time())
+    rogue.close()
+    StorageActor(root).checkpoint_blocking()
+    assert not (tmp_path / "outside.txt").exists() and (root / "inside.md").read_bytes() == b"fine"
+
+
+def test_a_log_cut_short_is_replaced_by_a_fresh_one(root: Path) -> None:
+    (root / ".specactor").mkdir()
+    (root / ".specactor" / "wal").write_bytes(b"SPECWAL1 but far too short")
+    actor = StorageActor(root)
+    write(actor, "a.md", b"fine")
+    assert os.path.getsize(root / ".specactor" / "wal") == wal.REGION and len(records(root)) == 1
+
+
+# ---------------------------------------------------------------------- two writers, one log
+
+
+def test_two_writers_share_the_log_and_either_checkpoint_covers_both(root: Path, boots: list[str]) -> None:
+    a, b = StorageActor(root), StorageActor(root)
+    write(a, "a.md", b"from a")
+    write(b, "b.md", b"from b")
+    assert log_of(b).dirty == {"a.md", "b.md"}  # b read a's record when it took the lock
+    b.checkpoint_blocking()
+    write(a, "a.md", b"a again")  # a sees the new generation and starts over in it
+    assert [f.record.writes for f in records(root)] == [[("a.md", b"a again")]]
+    aged(root / "a.md", b"lost", 60)
+    boots.append("reboot")
+    StorageActor(root).checkpoint_blocking()
+    assert (root / "a.md").read_bytes() == b"a again" and (root / "b.md").read_bytes() == b"from b"
+
+
+# ---------------------------------------------------------------------- installing a file
+
+
+def test_installing_over_a_file_swaps_it_in_and_leaves_no_temp_file(root: Path) -> None:
+    target = root / "f.md"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o640)
+    tmp = storage_module.stage(target, b"new", sync=False)
+    storage_module.install(tmp, target)
+    assert target.read_bytes() == b"new" and oct(target.stat().st_mode & 0o777) == oct(0o640)
+    assert sorted(p.name for p in root.iterdir()) == ["f.md"]
+
+
+def test_installing_where_no_file_is_yet_renames(root: Path) -> None:
+    target = root / "d" / "new.md"
+    tmp = storage_module.stage(target, b"first", sync=False)
+    storage_module.install(tmp, target)
+    assert target.read_bytes() == b"first" and sorted(p.name for p in target.parent.iterdir()) == ["new.md"]
+
+
+def test_installing_over_a_directory_fails_and_leaves_it_alone(root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "d" / "inside.md").write_bytes(b"keep")
+    tmp = storage_module.stage(root / "d", b"not a directory", sync=False)
+    with pytest.raises(OSError):
+        storage_module.install(tmp, root / "d")
+    assert (root / "d" / "inside.md").read_bytes() == b"keep"
