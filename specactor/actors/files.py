@@ -12,10 +12,11 @@ import contextlib
 import ctypes
 import errno
 import functools
+import itertools
 import os
 import re
+import secrets
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -56,13 +57,17 @@ def _real_root(root: str) -> str:
     return os.path.join(os.path.realpath(root), "")
 
 
-def _leads_out(real_root: str, norm: str) -> bool:
+def _leads_out(real_root: str, norm: str, verified: set[str] | None = None) -> bool:
     """Whether `norm` under `real_root` (symlinks resolved, ending in "/") reaches outside it
     through a symlink. Walks only the relative part, one lstat per component, and stops at the
-    first component that does not exist: nothing below it can be a link."""
+    first component that does not exist: nothing below it can be a link. Directories found to be
+    real ones are added to `verified`, and not looked at again when it is passed back (one
+    transaction reads and writes several files of one directory)."""
     path = real_root[:-1]
     for part in norm.split("/"):
         path = f"{path}/{part}"
+        if verified is not None and path in verified:
+            continue
         try:
             mode = os.lstat(path).st_mode
         except (FileNotFoundError, NotADirectoryError):
@@ -71,17 +76,37 @@ def _leads_out(real_root: str, norm: str) -> bool:
             path = os.path.realpath(path)
             if path + "/" != real_root and not path.startswith(real_root):
                 return True
+        elif verified is not None and stat.S_ISDIR(mode):
+            verified.add(path)
     return False
 
 
-def resolve_inside(root: Path, rel: str) -> Path:
-    """`root/rel`, refusing anything that escapes `root`, through symlinks too."""
+def resolve_inside(root: Path, rel: str, verified: set[str] | None = None) -> Path:
+    """`root/rel`, refusing anything that escapes `root`, through symlinks too (`verified`: see
+    `_leads_out`)."""
     norm = normal_relative(rel)
     if norm == ".":
         return root
-    if _leads_out(_real_root(os.fspath(root)), norm):
+    if _leads_out(_real_root(os.fspath(root)), norm, verified):
         raise PathEscape(f"invalid path {rel!r}: leads outside the workspace")
     return root / norm
+
+
+def read_file(path: Path) -> bytes | None:
+    """The bytes of the file at `path`, None when there is none. Four system calls where
+    `Path.read_bytes` makes nine (buffering, a tty check, two seeks)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1] and (len(chunks) > 1 or len(chunks[0]) > size):  # grew meanwhile: read on
+            chunks.append(os.read(fd, 1 << 20))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -101,6 +126,24 @@ def _current_umask() -> int:
 _UMASK = _current_umask()  # read once, at import: os.umask cannot be read without setting it
 
 
+_TEMP_TAG = secrets.token_hex(2)  # this process's part of its temp files' names
+_temp_serial = itertools.count()
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_temp(path: Path, mode: int) -> tuple[int, str]:
+    """A new file beside `path` named ".<name>.<8 characters>.tmp" (what `sweep_stale_temps`
+    looks for), created with `mode` less the umask. Cheaper than `tempfile.mkstemp`: a process
+    tag and a counter, no random name per file."""
+    for _ in range(1000):
+        tmp = f"{path.parent}/.{path.name}.{_TEMP_TAG}{next(_temp_serial) & 0xFFFF:04x}.tmp"
+        try:
+            return os.open(tmp, _TEMP_FLAGS, mode), tmp
+        except FileExistsError:  # another process drew the same tag, or one left this behind
+            continue
+    raise FileExistsError(f"no free temp file name beside {path}")
+
+
 def stage(path: Path, data: bytes, *, sync: bool = True) -> Path:
     """Write `data` to a temp file beside `path` (synced unless `sync` is False), with the mode
     `path` has (or would get)."""
@@ -109,16 +152,16 @@ def stage(path: Path, data: bytes, *, sync: bool = True) -> Path:
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = _open_temp(path, mode)
     except FileNotFoundError:  # the directory is new: make it (and its parents) once, not every time
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = _open_temp(path, mode)
     try:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            if mode != 0o600:  # mkstemp makes 0600; keep the file's own mode
+            if mode & _UMASK:  # bits the umask took off at creation: keep the file's own mode
                 os.fchmod(fd, mode)
             if sync:
                 os.fsync(fd)

@@ -35,6 +35,7 @@ from specactor.actors.files import (
     fsync_present,
     install,
     normal_relative,
+    read_file,
     resolve_inside,
     safe_relative,
     stage,
@@ -71,6 +72,8 @@ class Tx:
     writes: dict[str, bytes | None] = field(default_factory=dict)
     volatile: set[str] = field(default_factory=set)
     paths: dict[str, Path] = field(default_factory=dict)  # checked targets of `writes`, resolved once
+    seen: dict[str, Path] = field(default_factory=dict)  # checked paths this transaction read
+    dirs: set[str] = field(default_factory=set)  # directories found not to be symlinks
     base: Tx | None = None  # the earlier transactions of a group commit, not yet on disk
     settle_hook: Callable[[], None] | None = None
 
@@ -87,17 +90,20 @@ class Tx:
             return self.writes[key]
         if self.base is not None and key in self.base.writes:
             return self.base.writes[key]
-        path = resolve_inside(self.root, key)
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            return None
+        return read_file(self._resolve(key))
+
+    def _resolve(self, key: str) -> Path:
+        """`resolve_inside` once per path and transaction (a read-modify-write checks it once)."""
+        path = self.paths.get(key) or self.seen.get(key)
+        if path is None:
+            path = self.seen[key] = resolve_inside(self.root, key, self.dirs)
+        return path
 
     def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:
         """Stage `data` for `rel`. `durable=False` skips the contents' fsync (still atomic): for
         caches and indexes that a reader can rebuild."""
         key = normal_relative(rel)
-        self.paths[key] = resolve_inside(self.root, key)
+        self.paths[key] = self._resolve(key)
         self.writes.pop(key, None)  # the last operation on a path is the one that counts
         self.writes[key] = data
         if durable:
@@ -107,7 +113,7 @@ class Tx:
 
     def delete(self, rel: str) -> None:
         key = normal_relative(rel)
-        self.paths[key] = resolve_inside(self.root, key)
+        self.paths[key] = self._resolve(key)
         self.writes.pop(key, None)
         self.writes[key] = None
 
@@ -381,8 +387,11 @@ class _FileLock:
         self.fd = -1
 
     def __enter__(self) -> _FileLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:  # the first write to this workspace: make its .specactor folder
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         deadline = time.monotonic() + LOCK_WAIT
         delay = 0.0005
         while True:

@@ -20,6 +20,7 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
+from specactor.actors import files as files_module
 from specactor.actors import storage as storage_module
 from specactor.actors.storage import LockBusy, PathEscape, StorageActor, Tx, atomic_write, resolve_inside, safe_relative
 from tests.actors.storage_worker import COUNTER, PAYLOAD, check_payload
@@ -449,3 +450,13 @@ async def test_the_first_write_removes_temp_files_a_killed_writer_left_but_nothi
         await storage.write("specs/x.md", b"x")
     assert not any(p.exists() for p in stale)
     assert young.exists() and all(p.exists() for p in theirs)
+
+
+def test_a_staged_file_has_the_name_the_sweep_looks_for_and_the_mode_of_its_target(root: Path) -> None:
+    target = root / "spec.md"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o600)
+    staged = [storage_module.stage(target, b"new", sync=False) for _ in range(3)]
+    assert len(set(staged)) == 3
+    assert all(files_module._TEMP_NAME.match(p.name) for p in staged)
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in staged)
