@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import random
 import subprocess
 import sys
@@ -122,7 +123,17 @@ def workspace(root: Path, n: int = 1000, seed: int = 7) -> Roles:
         if kind in ("unplanned", "ready", "building"):
             getattr(roles, kind).append(spec_id)
     (root / layout.JOURNAL).write_bytes(journal.render(journal.Journal()))
+    settle_on_disk()
     return roles
+
+
+def settle_on_disk() -> None:
+    """Flush what the generator just wrote (`os.sync`), as it would be in any workspace older than
+    the kernel's writeback delay (30 s). Measured otherwise, the first seconds of a run overlap
+    the write-back of thousands of new files, and every file a tool creates waits behind it: on
+    this VM that doubled the writes' P95 (stage of one file 0.27 ms median / 1.1 ms P95 against
+    0.04 / 0.12 once flushed)."""
+    os.sync()
 
 
 class _PipeClient:

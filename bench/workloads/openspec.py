@@ -30,6 +30,7 @@ import msgspec
 import trio
 
 from bench.stats import summarize
+from bench.workloads.airsspec import settle_on_disk
 from specactor.domain.openspec.render import DeltaDoc, RequirementDoc, ScenarioDoc, render_delta, render_spec
 from specactor.domain.openspec.templates import CONFIG_YAML
 
@@ -87,6 +88,7 @@ def workspace(root: Path, specs: int = 500, changes: int = 200, seed: int = 11) 
             path = folder / "specs" / cap / "spec.md"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(render_delta(delta))
+    settle_on_disk()
     return caps, ids
 
 
