@@ -62,7 +62,7 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
     """
     runtime = TrioRuntime(config.worker_threads)
     metrics = MetricsActor()
-    storage = StorageActor(config.root_path)
+    storage = StorageActor(config.root_path, use_log=config.storage_log)
     session_log = SessionLogActor(config.session_log_dir, max_entry_bytes=config.session_log.max_entry_bytes)
     services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime)
     registry = Registry(config.toolsets)

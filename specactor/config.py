@@ -92,6 +92,7 @@ class Config(_Base, frozen=True):
     grace_period: Seconds = 5.0
     page_size: Positive = 100
     max_line_bytes: Annotated[int, Meta(ge=1024)] = 64 * 1024 * 1024
+    storage_log: bool = True  # commit through the write-ahead log (Linux); false: fsync every file
     session_log: SessionLogConfig = SessionLogConfig()
     emergent: EmergentConfig = EmergentConfig()
     graph: GraphConfig = GraphConfig()
@@ -138,6 +139,7 @@ ENV: dict[str, str] = {
     "SPECACTOR_GRACE_PERIOD": "grace_period",
     "SPECACTOR_PAGE_SIZE": "page_size",
     "SPECACTOR_MAX_LINE_BYTES": "max_line_bytes",
+    "SPECACTOR_STORAGE_LOG": "storage_log",
     "SPECACTOR_SESSION_LOG": "session_log.enabled",
     "SPECACTOR_SESSION_LOG_DIR": "session_log.dir",
     "SPECACTOR_GRAPH_SYNC": "graph.enabled",

@@ -141,7 +141,7 @@ class Workspace:
         storage = self.services.storage
         if root == storage.root:
             return await storage.transact(fn)
-        parent = self._parents.setdefault(root, StorageActor(root))
+        parent = self._parents.setdefault(root, StorageActor(root, use_log=storage.use_log))
         # Not running as an actor (this glue owns no nursery): its blocking transaction runs on
         # a worker thread, under the same inter-process lock, with the same atomic commit.
         return await self.services.runtime.run_sync(parent.transact_blocking, fn)

@@ -102,7 +102,7 @@ class Workspace:
         # Outside the server root a second storage actor is needed, but a toolset gets no nursery to
         # run one in: its transactions run with `transact_blocking` on a worker thread instead,
         # under the same flock and with the same atomic commit.
-        self.storage = services.storage if self.shared else StorageActor(project)
+        self.storage = services.storage if self.shared else StorageActor(project, use_log=services.storage.use_log)
 
     def root(self) -> Root:
         return Root(str(self.project), "nearest")

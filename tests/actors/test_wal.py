@@ -17,6 +17,8 @@ import trio.testing
 from specactor.actors import storage as storage_module
 from specactor.actors import wal
 from specactor.actors.storage import StorageActor, Tx
+from specactor.config import load
+from specactor.testing import open_memory_server
 
 pytestmark = pytest.mark.skipif(wal.boot_id() is None, reason="no boot id here (not Linux): no write-ahead log")
 
@@ -306,3 +308,21 @@ def test_installing_over_a_directory_fails_and_leaves_it_alone(root: Path) -> No
     with pytest.raises(OSError):
         storage_module.install(tmp, root / "d")
     assert (root / "d" / "inside.md").read_bytes() == b"keep"
+
+
+# ---------------------------------------------------------------------- the setting
+
+
+@pytest.mark.parametrize(("value", "logged"), [("false", False), ("true", True)])
+async def test_the_storage_log_setting_decides_whether_a_server_writes_through_the_log(
+        root: Path, value: str, logged: bool) -> None:
+    config = load({"root": str(root), "toolsets": ["airsspec"], "session_log.enabled": False},
+                  environ={"SPECACTOR_STORAGE_LOG": value})
+    assert config.storage_log is logged
+    async with open_memory_server(config) as client:
+        with trio.fail_after(30):
+            await client.initialize()
+            reply = await client.request("tools/call", {"name": "spec_create", "arguments": {
+                "title": "Log or not", "description": "d"}}, timeout=30)
+            assert reply["result"]["structuredContent"]["success"]
+            assert (root / ".specactor" / "wal").exists() is logged
