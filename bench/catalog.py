@@ -126,8 +126,10 @@ def build(root: Path, sizes: Sizes, calls: int) -> Seeds:
 
 
 def copy(src: Path, dst: Path) -> None:
-    """A fresh copy of a built workspace (one per transport, so writes on one never reach another)."""
+    """A fresh copy of a built workspace (one per transport, so writes on one never reach another),
+    flushed to disk like the original (`settle_on_disk`)."""
     shutil.copytree(src, dst, symlinks=True)
+    airs.settle_on_disk()
 
 
 @dataclass
