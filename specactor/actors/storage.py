@@ -297,33 +297,30 @@ class StorageActor:
             opened.open()
             self._wal = opened
         found = self._wal.catch_up()
-        broken = [f for f in found if f.record.boot != self._wal.boot or not f.applied]
+        broken = [f for f in found if f.state != wal.VOID and (f.record.boot != self._wal.boot or not f.applied)]
         if broken:
             self._restore(broken)
             self._settle()
 
     def _restore(self, found: list[wal.Found]) -> None:
-        """Redo logged writes whose files a crash may have lost (see `wal.restorable`)."""
+        """Redo logged writes whose files a crash may have lost (see `wal.restorable`), each file
+        on its own: one that cannot be written (its folder is now a file) is reported, not allowed
+        to block every later write."""
         latest: dict[str, tuple[float, bytes | None]] = {}
         for one in found:
             for rel, data in one.record.writes:
                 latest[rel] = (one.record.time, data)
-        writes: list[tuple[Path, bytes]] = []
-        deletes: list[Path] = []
+        restored = 0
         for rel, (when, data) in latest.items():
             try:
                 path = resolve_inside(self.root, rel)
-            except PathEscape:
-                log.warning("write-ahead log names a path outside the workspace; skipped", path=rel[:200])
-                continue
-            if wal.restorable(when, path, data):
-                if data is None:
-                    deletes.append(path)
-                else:
-                    writes.append((path, data))
-        commit(writes, deletes)
-        log.warning("restored files from the write-ahead log after a crash", records=len(found),
-                    files=len(writes) + len(deletes))
+                if not wal.restorable(when, path, data):
+                    continue
+                commit([(path, data)] if data is not None else [], [path] if data is None else [])
+                restored += 1
+            except (PathEscape, OSError) as err:
+                log.warning("could not restore a file from the write-ahead log", path=rel[:200], error=str(err))
+        log.warning("restored files from the write-ahead log after a crash", records=len(found), files=restored)
 
     def _settle(self) -> None:
         if self._wal is not None and self._wal.count > 0:

@@ -37,10 +37,11 @@ import msgspec
 HEADER = struct.Struct("<8sQI")
 HEADER_MAGIC = b"SPECWAL1"
 HEADER_SIZE = 64
-# A record: magic, generation, payload length, crc32 (generation, length, payload), applied flag.
+# A record: magic, generation, payload length, crc32 (generation, length, payload), state flag.
 RECORD = struct.Struct("<4sQIIB3x")
 RECORD_MAGIC = b"WREC"
-APPLIED_AT = 20  # offset of the applied flag inside a record header
+STATE_AT = 20  # offset of the state flag inside a record header
+LOGGED, INSTALLED, VOID = 0, 1, 2  # its files not yet installed; installed; never to be restored
 REGION = 2 * 1024 * 1024  # the zero-filled log: ~250 commits of a few KB before a checkpoint
 MAX_RECORDS = 256  # a checkpoint fsyncs at most this many commits' files
 IDLE_CHECKPOINT_S = 1.0  # the storage actor checkpoints after this long without a write
@@ -64,7 +65,11 @@ class Found:
 
     offset: int
     record: Record
-    applied: bool
+    state: int  # LOGGED, INSTALLED or VOID
+
+    @property
+    def applied(self) -> bool:
+        return self.state == INSTALLED
 
 
 class LogFull(Exception):
@@ -160,7 +165,9 @@ class WriteAheadLog:
         being written, so every file was already synced: the log starts afresh."""
         generation = self.read_generation()
         if generation is None:
-            generation = self.generation + 1
+            # A fresh number no record in the region can carry: counting on from 1 could make an
+            # old generation's records, still further on in the region, look current again.
+            generation = int.from_bytes(os.urandom(6), "little") << 16
             self._write_header(generation)
         if generation != self.generation:
             self.generation, self.end, self.count = generation, HEADER_SIZE, 0
@@ -178,7 +185,7 @@ class WriteAheadLog:
     def _read_at(self, offset: int) -> tuple[Found, int] | None:
         if offset + RECORD.size > REGION:
             return None
-        magic, generation, length, crc, applied = RECORD.unpack(os.pread(self.fd, RECORD.size, offset))
+        magic, generation, length, crc, state = RECORD.unpack(os.pread(self.fd, RECORD.size, offset))
         if magic != RECORD_MAGIC or generation != self.generation or offset + RECORD.size + length > REGION:
             return None
         payload = os.pread(self.fd, length, offset + RECORD.size)
@@ -188,7 +195,7 @@ class WriteAheadLog:
             record = _decode(payload)
         except msgspec.DecodeError:
             return None
-        return Found(offset, record, bool(applied)), offset + RECORD.size + length
+        return Found(offset, record, state), offset + RECORD.size + length
 
     # ------------------------------------------------------------------ writing
 
@@ -220,11 +227,12 @@ class WriteAheadLog:
 
     def mark_applied(self, offset: int) -> None:
         """Its files are installed (page cache is enough: this only matters within one boot)."""
-        os.pwrite(self.fd, b"\x01", offset + APPLIED_AT)
+        os.pwrite(self.fd, bytes([INSTALLED]), offset + STATE_AT)
 
     def void(self, offset: int) -> None:
-        """Its files could not all be installed: it must never be restored."""
-        os.pwrite(self.fd, b"\0" * 4, offset)
+        """Its files could not all be installed: it must never be restored. The record stays in
+        place (so the ones after it are still found), marked, and the mark synced."""
+        os.pwrite(self.fd, bytes([VOID]), offset + STATE_AT)
         os.fdatasync(self.fd)
 
     def checkpoint(self, root: Path, resolve: Callable[[str], Path | None],

@@ -264,6 +264,58 @@ def test_a_log_cut_short_is_replaced_by_a_fresh_one(root: Path) -> None:
     assert os.path.getsize(root / ".specactor" / "wal") == wal.REGION and len(records(root)) == 1
 
 
+def test_a_commit_that_fails_while_installing_is_voided_and_the_records_after_it_still_count(
+        root: Path, boots: list[str]) -> None:
+    actor = StorageActor(root)
+    (root / "d").mkdir()  # a file cannot be installed over a directory
+
+    def fails(tx: Tx) -> None:
+        tx.write("a.md", b"from the failed commit")
+        tx.write("d", b"not a directory")
+
+    with pytest.raises(OSError):
+        actor.transact_blocking(fails)
+    write(actor, "b.md", b"after it")
+    assert [(f.state, f.record.writes[-1][0]) for f in records(root)] == [(wal.VOID, "d"), (wal.INSTALLED, "b.md")]
+    aged(root / "a.md", b"before", 60)
+    (root / "b.md").unlink()
+    boots.append("reboot")
+    StorageActor(root).checkpoint_blocking()
+    assert (root / "b.md").read_bytes() == b"after it" and (root / "a.md").read_bytes() == b"before"
+
+
+def test_a_torn_header_starts_a_generation_no_old_record_can_belong_to(root: Path, boots: list[str]) -> None:
+    actor = StorageActor(root)
+    write(actor, "a.md", b"one")
+    actor.checkpoint_blocking()  # generation 2 now; the generation-1 record is still in the region
+    fd = os.open(root / ".specactor" / "wal", os.O_WRONLY)
+    os.pwrite(fd, b"torn!", 0)
+    os.close(fd)
+    aged(root / "a.md", b"edited since, and now deleted by hand", 60)
+    (root / "a.md").unlink()
+    boots.append("reboot")
+    StorageActor(root).checkpoint_blocking()
+    assert not (root / "a.md").exists()  # the stale record was not taken for a current one
+    assert records(root) == []
+
+
+def test_a_file_that_cannot_be_restored_is_reported_and_the_others_are_restored(
+        root: Path, boots: list[str]) -> None:
+    before = StorageActor(root)
+    write(before, "x/inner.md", b"logged")
+    write(before, "y.md", b"also logged")
+    (root / "x" / "inner.md").unlink()
+    (root / "x").rmdir()
+    (root / "x").write_bytes(b"now a file where the folder was")
+    os.utime(root / "x", (time.time() - 60,) * 2)
+    (root / "y.md").unlink()
+    boots.append("reboot")
+    after = StorageActor(root)
+    after.checkpoint_blocking()
+    assert (root / "y.md").read_bytes() == b"also logged" and records(root) == []
+    write(after, "z.md", b"the workspace still takes writes")
+
+
 # ---------------------------------------------------------------------- two writers, one log
 
 
