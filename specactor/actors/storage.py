@@ -164,6 +164,8 @@ class StorageActor:
         self._swept = False
         self.use_log = use_log
         self._wal: wal.WriteAheadLog | None = None
+        self._running = False  # the actor loop runs (and checkpoints when idle)
+        self._settled_at = time.monotonic()
 
     # ------------------------------------------------------------------ client API
 
@@ -191,6 +193,7 @@ class StorageActor:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        self._running = True
         try:
             if self._log_exists():  # a crash may have left records to restore: before any write
                 await self._checkpoint_in_thread()
@@ -206,6 +209,7 @@ class StorageActor:
                     continue
                 await self._serve([letter])
         finally:
+            self._running = False
             if self._wal is not None and self._wal.count > 0:
                 with trio.CancelScope(shield=True):  # stopping: leave the log empty
                     await self._checkpoint_in_thread()
@@ -282,7 +286,8 @@ class StorageActor:
 
     def _prepare(self) -> None:
         """Under the lock, before a transaction: sweep what a killed writer left (once), open the
-        log (once), and restore the records other writers left that need it."""
+        log (once; also without `use_log` when one exists, to settle what it holds), and
+        restore the files of records other writers left that need it."""
         if not self._swept:
             self._swept = True
             stale = sweep_stale_temps(self.root)
@@ -291,40 +296,46 @@ class StorageActor:
                             first=str(stale[0]))
         if self._wal is None:
             boot = current_boot()
-            if boot is None or not self.use_log:
+            if boot is None or not (self.use_log or self._log_exists()):
                 return
             opened = wal.WriteAheadLog(self.lock_path.parent, boot)
             opened.open()
             self._wal = opened
-        found = self._wal.catch_up()
-        broken = [f for f in found if f.state != wal.VOID and (f.record.boot != self._wal.boot or not f.applied)]
+        found = [f for f in self._wal.catch_up() if f.state != wal.VOID]
+        latest: dict[str, tuple[wal.Found, bytes | None]] = {}
+        for one in found:  # in log order: the last record naming a path decides it
+            for rel, data in one.record.writes:
+                latest[rel] = (one, data)
+        broken = {rel: pair for rel, pair in latest.items()
+                  if pair[0].record.boot != self._wal.boot or not pair[0].applied}
         if broken:
             self._restore(broken)
             self._settle()
 
-    def _restore(self, found: list[wal.Found]) -> None:
+    def _restore(self, broken: dict[str, tuple[wal.Found, bytes | None]]) -> None:
         """Redo logged writes whose files a crash may have lost (see `wal.restorable`), each file
         on its own: one that cannot be written (its folder is now a file) is reported, not allowed
         to block every later write."""
-        latest: dict[str, tuple[float, bytes | None]] = {}
-        for one in found:
-            for rel, data in one.record.writes:
-                latest[rel] = (one.record.time, data)
         restored = 0
-        for rel, (when, data) in latest.items():
+        for rel, (one, data) in broken.items():
+            forward = one.record.boot == self._wal_boot() and not one.applied
             try:
                 path = resolve_inside(self.root, rel)
-                if not wal.restorable(when, path, data):
+                if not wal.restorable(one.record.time, self.root, path, data, rolling_forward=forward):
                     continue
                 commit([(path, data)] if data is not None else [], [path] if data is None else [])
                 restored += 1
             except (PathEscape, OSError) as err:
                 log.warning("could not restore a file from the write-ahead log", path=rel[:200], error=str(err))
-        log.warning("restored files from the write-ahead log after a crash", records=len(found), files=restored)
+        log.warning("restored files from the write-ahead log", paths=len(broken), files=restored)
+
+    def _wal_boot(self) -> str:
+        return self._wal.boot if self._wal is not None else ""
 
     def _settle(self) -> None:
         if self._wal is not None and self._wal.count > 0:
-            self._wal.checkpoint(self.root, self._inside, fsync_present)
+            self._wal.checkpoint(self.root, self._inside, _sync_or_report)
+        self._settled_at = time.monotonic()
 
     def _inside(self, rel: str) -> Path | None:
         try:
@@ -335,12 +346,15 @@ class StorageActor:
     def _commit(self, group: Tx) -> None:
         """Commit the group's writes: through the log when there is one (one fdatasync, files
         installed without fsyncs), else `Tx.commit` (fsyncs). Volatile files are not logged."""
-        journal = self._wal
+        journal = self._wal if self.use_log else None
         logged = [(rel, data) for rel, data in group.writes.items() if rel not in group.volatile]
         if journal is None or not logged:
+            if not self.use_log:
+                self._settle()  # a log left by others (or by this server before): its files first
             group.commit()
             return
-        if sum(len(rel) + len(data or b"") + 16 for rel, data in logged) + 64 > journal.capacity():
+        size = sum(len(rel.encode()) + len(data or b"") + 16 for rel, data in logged) + 64
+        if size > journal.capacity():
             self._settle()  # too big for the log: the fsync way, after the log's records
             group.commit()
             return
@@ -354,26 +368,51 @@ class StorageActor:
             except wal.LogFull:
                 self._settle()
                 offset = journal.append(logged, time.time())
+        except wal.LogFull:  # an estimate too low: the fsync way
+            for tmp, _ in staged:
+                unlink_quietly(tmp)
+            group.commit()
+            return
         except BaseException:
             for tmp, _ in staged:
                 unlink_quietly(tmp)
             raise
+        installed: list[Path] = []
         try:
             while staged:
                 install(*staged[0])
-                staged.pop(0)
+                installed.append(staged.pop(0)[1])
             for rel, data in group.writes.items():
                 if data is None:
                     unlink_quietly(group.paths[rel])
         except BaseException:
+            # What went in stays (as a commit without the log would leave it): made durable here,
+            # since a void record is never restored.
+            _sync_or_report(installed)
+            _sync_or_report(sorted({p.parent for p in installed}))
             journal.void(offset)
             for tmp, _ in staged:
                 unlink_quietly(tmp)
             raise
         journal.mark_applied(offset)
+        if not self._running and time.monotonic() - self._settled_at >= wal.IDLE_CHECKPOINT_S:
+            self._settle()  # no actor loop checkpoints for this one when idle: do it as it goes
 
     def _locked(self) -> _FileLock:
         return _FileLock(self.lock_path)
+
+
+def _sync_or_report(paths: list[Path]) -> None:
+    """fsync each path that still exists; one that cannot be synced (EIO, EACCES, a mount point)
+    is reported and passed over, so it cannot stop every checkpoint after it."""
+    try:
+        fsync_present(paths)
+    except OSError:
+        for path in paths:
+            try:
+                fsync_present([path])
+            except OSError as err:
+                log.warning("could not fsync a file the write-ahead log names", path=str(path), error=str(err))
 
 
 class _FileLock:

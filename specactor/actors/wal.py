@@ -14,8 +14,8 @@ reader reads; the log only makes them survive a crash of the machine:
 - A process that finds records when it takes the workspace lock *restores* the ones whose files
   may not be what they say: records written before the machine last booted (the page cache that
   held their files is gone), and records whose writer died between logging and installing them.
-  A file is restored only if it is missing or older than its record (`SLACK_S`), so an edit made
-  after the record, by hand or by git, is kept.
+  A file is restored only if it is older than its record (or missing, in a folder older than
+  the record), so an edit or a delete made after the record, by hand or by git, is kept.
 
 Everything here runs on the storage actor's worker thread, under the workspace lock. This is
 part of the storage actor (no task of its own): the log's format and its file.
@@ -45,7 +45,6 @@ LOGGED, INSTALLED, VOID = 0, 1, 2  # its files not yet installed; installed; nev
 REGION = 2 * 1024 * 1024  # the zero-filled log: ~250 commits of a few KB before a checkpoint
 MAX_RECORDS = 256  # a checkpoint fsyncs at most this many commits' files
 IDLE_CHECKPOINT_S = 1.0  # the storage actor checkpoints after this long without a write
-SLACK_S = 0.5  # a file this much newer than its record was changed after it: keep it
 WAL_NAME = "wal"
 
 
@@ -147,11 +146,12 @@ class WriteAheadLog:
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        for folder in (directory, directory.parent):  # the log's entry, and its folder's
+            dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
 
     def read_generation(self) -> int | None:
         magic, generation, crc = HEADER.unpack(os.pread(self.fd, HEADER.size, 0))
@@ -217,9 +217,13 @@ class WriteAheadLog:
         data = head + payload
         view = memoryview(data)
         offset = self.end
-        while view:
-            view = view[os.pwrite(self.fd, view, offset + len(data) - len(view)):]
-        os.fdatasync(self.fd)
+        try:
+            while view:
+                view = view[os.pwrite(self.fd, view, offset + len(data) - len(view)):]
+            os.fdatasync(self.fd)
+        except BaseException:  # not acknowledged: it must not be taken for a live record
+            os.pwrite(self.fd, bytes([VOID]), offset + STATE_AT)
+            raise
         self.end += size
         self.count += 1
         self.dirty.update(rel for rel, _ in writes)
@@ -257,15 +261,25 @@ class WriteAheadLog:
             self.fd = -1
 
 
-def restorable(record_time: float, path: Path, data: bytes | None) -> bool:
-    """Whether a logged write must be redone: the file is missing (or present, for a delete) and
-    not newer than the record, or holds other bytes and is not newer than the record."""
+def restorable(record_time: float, root: Path, path: Path, data: bytes | None, *,
+               rolling_forward: bool = False) -> bool:
+    """Whether a logged write must be redone, judged by modification times. The record's time is
+    taken after its files were staged, so a file it wrote is never newer than the record, and
+    neither is the directory its temp file was made in; ext4 commits metadata in order, so a
+    change made after the record that reached the disk means the record's own changes did too.
+
+    - a file that exists: redo if it is not newer than the record and holds other bytes (or, for
+      a delete, at all); a newer one was changed after it, by hand or by git: keep it;
+    - a file that is missing: redo a write only if the nearest folder that exists is not newer
+      than the record either; a newer folder saw a later change (the file deleted on purpose).
+      Except when `rolling_forward` a record of this boot whose writer died while installing
+      it: its own installs made the folder newer, and nobody has seen the rest yet."""
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return data is not None
-    if stat.S_ISDIR(st.st_mode) or st.st_mtime > record_time + SLACK_S:
-        return False  # changed after the record, by hand or by git: theirs is newer
+        return data is not None and (rolling_forward or not _folder_changed_since(root, path, record_time))
+    if stat.S_ISDIR(st.st_mode) or st.st_mtime > record_time:
+        return False
     if data is None:
         return True
     if st.st_size == len(data):
@@ -276,3 +290,13 @@ def restorable(record_time: float, path: Path, data: bytes | None) -> bool:
         except OSError:
             return True
     return True
+
+
+def _folder_changed_since(root: Path, path: Path, record_time: float) -> bool:
+    for folder in path.parents:
+        try:
+            return os.stat(folder).st_mtime > record_time
+        except (FileNotFoundError, NotADirectoryError):
+            if folder == root:
+                return False
+    return False
