@@ -10,7 +10,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +27,6 @@ from tests.actors.storage_worker import COUNTER, PAYLOAD, check_payload
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 60.0  # seconds any subprocess may take
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-async def storage(root: Path) -> AsyncIterator[StorageActor]:
-    actor = StorageActor(root)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(actor.run)
-        yield actor
-        nursery.cancel_scope.cancel()
 
 
 def names(directory: Path) -> list[str]:

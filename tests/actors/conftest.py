@@ -1,0 +1,27 @@
+"""Fixtures the storage tests share: a workspace root, and a storage actor running on it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from specactor.actors.storage import StorageActor
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+async def storage(root: Path) -> AsyncIterator[StorageActor]:
+    actor = StorageActor(root)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.run)
+        yield actor
+        nursery.cancel_scope.cancel()
