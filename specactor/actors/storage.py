@@ -165,6 +165,7 @@ class StorageActor:
         self.use_log = use_log
         self._wal: wal.WriteAheadLog | None = None
         self._running = False  # the actor loop runs (and checkpoints when idle)
+        self._log_failed = False  # the log could not be opened: commits fsync instead
         self._settled_at = time.monotonic()
 
     # ------------------------------------------------------------------ client API
@@ -296,10 +297,16 @@ class StorageActor:
                             first=str(stale[0]))
         if self._wal is None:
             boot = current_boot()
-            if boot is None or not (self.use_log or self._log_exists()):
+            if boot is None or self._log_failed or not (self.use_log or self._log_exists()):
                 return
             opened = wal.WriteAheadLog(self.lock_path.parent, boot)
-            opened.open()
+            try:
+                opened.open()
+            except OSError as err:  # no room for it, no permission: commit the fsync way
+                self._log_failed = True
+                log.warning("cannot open the write-ahead log; every commit fsyncs instead",
+                            path=str(opened.path), error=str(err))
+                return
             self._wal = opened
         found = [f for f in self._wal.catch_up() if f.state != wal.VOID]
         latest: dict[str, tuple[wal.Found, bytes | None]] = {}

@@ -410,3 +410,14 @@ async def test_the_storage_log_setting_decides_whether_a_server_writes_through_t
                 "title": "Log or not", "description": "d"}}, timeout=30)
             assert reply["result"]["structuredContent"]["success"]
             assert (root / ".specactor" / "wal").exists() is logged
+
+
+def test_a_log_that_cannot_be_made_leaves_commits_to_fsync(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_room(self: wal.WriteAheadLog) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(wal.WriteAheadLog, "open", no_room)
+    actor = StorageActor(root)
+    write(actor, "a.md", b"still written, durably")
+    write(actor, "b.md", b"and the next")
+    assert (root / "a.md").read_bytes() == b"still written, durably" and actor._wal is None
