@@ -94,7 +94,7 @@ class Tx:
 
     def _resolve(self, key: str) -> Path:
         """`resolve_inside` once per path and transaction (a read-modify-write checks it once)."""
-        path = self.paths.get(key) or self.seen.get(key)
+        path = self.seen.get(key)  # every path in `paths` was resolved here first
         if path is None:
             path = self.seen[key] = resolve_inside(self.root, key, self.dirs)
         return path
@@ -181,14 +181,7 @@ class StorageActor:
     async def read(self, rel: str) -> bytes | None:
         """Reads need no lock (writes are atomic renames) and run concurrently on worker threads."""
         path = resolve_inside(self.root, rel)
-
-        def read() -> bytes | None:
-            try:
-                return path.read_bytes()
-            except FileNotFoundError:
-                return None
-
-        return await trio.to_thread.run_sync(read)
+        return await trio.to_thread.run_sync(read_file, path)
 
     # ------------------------------------------------------------------ the actor
 

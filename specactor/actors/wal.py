@@ -33,6 +33,8 @@ from pathlib import Path
 
 import msgspec
 
+from specactor.actors.files import fsync_dir, read_file
+
 # Header at offset 0: magic, generation, crc32 of the generation. Records start at HEADER_SIZE.
 HEADER = struct.Struct("<8sQI")
 HEADER_MAGIC = b"SPECWAL1"
@@ -146,12 +148,8 @@ class WriteAheadLog:
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
-        for folder in (directory, directory.parent):  # the log's entry, and its folder's
-            dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+        fsync_dir(directory)  # the log's entry
+        fsync_dir(directory.parent)  # and its folder's
 
     def read_generation(self) -> int | None:
         magic, generation, crc = HEADER.unpack(os.pread(self.fd, HEADER.size, 0))
@@ -284,9 +282,7 @@ def restorable(record_time: float, root: Path, path: Path, data: bytes | None, *
         return True
     if st.st_size == len(data):
         try:
-            with open(path, "rb") as f:
-                if f.read() == data:
-                    return False
+            return read_file(path) != data
         except OSError:
             return True
     return True
