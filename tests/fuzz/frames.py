@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 
 from specactor.protocol.context import LOG_LEVELS
 from specactor.protocol.versions import (
@@ -26,6 +25,7 @@ from specactor.protocol.versions import (
     META_PROTOCOL_VERSION,
     SUPPORTED_VERSIONS,
 )
+from tests.schema_strategies import from_schema
 
 _serial = itertools.count(1)
 _MARK = "\ue000\ue001id{}\ue001\ue000"

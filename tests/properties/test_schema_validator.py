@@ -20,10 +20,10 @@ import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 from msgspec import Meta
 
 from specactor.protocol.schema import find_issue, issue_from_msgspec, schema_of
+from tests.schema_strategies import from_schema
 
 
 class Level(enum.Enum):

@@ -24,7 +24,6 @@ import trio
 import trio.lowlevel
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 from msgspec import Meta
 
 from specactor.actors.runtime import TrioRuntime
@@ -35,6 +34,7 @@ from specactor.protocol.registry import Registry, ToolInput
 from specactor.protocol.schema import json_type
 from specactor.testing import everything, open_memory_server
 from tests.conftest import check_frames, fixture_config
+from tests.schema_strategies import from_schema
 
 
 class Size(enum.Enum):
