@@ -16,6 +16,22 @@ demo:
 test *args:
     {{python}} -m pytest {{args}}
 
+# the suite against the newest versions the ranges allow, in a throwaway venv: finds the next upstream break first
+test-latest *args:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    {{python}} -m venv "$tmp/venv"
+    "$tmp/venv/bin/python" -m pip install -q --upgrade pip
+    "$tmp/venv/bin/python" -m pip install -q -e '.[dev-unpinned]'
+    "$tmp/venv/bin/python" -m tests.lock --compare
+    PATH="$tmp/venv/bin:$PATH" "$tmp/venv/bin/python" -m pytest {{args}}
+
+# pin the dev extra again from the dev-unpinned ranges (uv pip compile --universal)
+lock *args:
+    {{python}} -m tests.lock {{args}}
+
 # ruff and mypy (strict)
 lint:
     {{python}} -m ruff check specactor tests bench
