@@ -1,6 +1,7 @@
 """Atomic file operations inside a workspace: the storage actor's primitives.
 
-Paths are checked first (nothing outside the root, no symlink leading out of it); a file is
+Paths are checked first (nothing outside the root, no symlink leading out of it; reads walk them
+with `actors/confined.py`); a file is
 replaced by staging a temp file beside it and installing that in one step, so a reader sees the
 old bytes or the new, never half. `commit` applies a transaction's files with fsyncs; the storage
 actor (`actors/storage.py`) runs it, or logs the files (`actors/wal.py`) and installs them.
@@ -56,28 +57,30 @@ def _real_root(root: str) -> str:
     return os.path.join(os.path.realpath(root), "")
 
 
-def _leads_out(real_root: str, norm: str, verified: set[str] | None = None) -> bool:
-    """Whether `norm` under `real_root` (symlinks resolved, ending in "/") reaches outside it
-    through a symlink. Walks only the relative part, one lstat per component, and stops at the
-    first component that does not exist: nothing below it can be a link. Directories found to be
-    real ones are added to `verified`, and not looked at again when it is passed back (one
-    transaction reads and writes several files of one directory)."""
+def _leads_out(real_root: str, norm: str, verified: set[str] | None = None) -> str | None:
+    """The symlink (relative to the root) through which `norm` under `real_root` (symlinks
+    resolved, ending in "/") reaches outside it; None when it stays inside. Walks only the
+    relative part, one lstat per component, and stops at the first component that does not
+    exist: nothing below it can be a link. Directories found to be real ones are added to
+    `verified`, and not looked at again when it is passed back (one transaction reads and writes
+    several files of one directory)."""
     path = real_root[:-1]
-    for part in norm.split("/"):
+    parts = norm.split("/")
+    for i, part in enumerate(parts):
         path = f"{path}/{part}"
         if verified is not None and path in verified:
             continue
         try:
             mode = os.lstat(path).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            return False
+            return None
         if stat.S_ISLNK(mode):
             path = os.path.realpath(path)
             if path + "/" != real_root and not path.startswith(real_root):
-                return True
+                return "/".join(parts[:i + 1])
         elif verified is not None and stat.S_ISDIR(mode):
             verified.add(path)
-    return False
+    return None
 
 
 def resolve_inside(root: Path, rel: str, verified: set[str] | None = None) -> Path:
@@ -86,8 +89,9 @@ def resolve_inside(root: Path, rel: str, verified: set[str] | None = None) -> Pa
     norm = normal_relative(rel)
     if norm == ".":
         return root
-    if _leads_out(_real_root(os.fspath(root)), norm, verified):
-        raise PathEscape(f"invalid path {rel!r}: leads outside the workspace")
+    link = _leads_out(_real_root(os.fspath(root)), norm, verified)
+    if link is not None:
+        raise PathEscape(f"invalid path {rel!r}: the symlink '{link}' leads outside the workspace")
     return root / norm
 
 
@@ -99,13 +103,18 @@ def read_file(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     try:
-        size = os.fstat(fd).st_size
-        chunks = [os.read(fd, size + 1)]
-        while chunks[-1] and (len(chunks) > 1 or len(chunks[0]) > size):  # grew meanwhile: read on
-            chunks.append(os.read(fd, 1 << 20))
-        return b"".join(chunks)
+        return read_fd(fd)
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything left to read from the open file `fd` (sized by one fstat)."""
+    size = os.fstat(fd).st_size
+    chunks = [os.read(fd, size + 1)]
+    while chunks[-1] and (len(chunks) > 1 or len(chunks[0]) > size):  # grew meanwhile: read on
+        chunks.append(os.read(fd, 1 << 20))
+    return b"".join(chunks)
 
 
 def fsync_dir(directory: Path) -> None:
