@@ -190,7 +190,10 @@ def _check_string(schema: dict[str, Any], value: str, path: str) -> Issue | None
                      {"field": path, "min": lo, "max": hi, "actual": len(value)})
     pattern = schema.get("pattern")
     if pattern is not None and not _compiled(pattern).search(value):
-        return Issue(path, "pattern", f"{_where(path)} must match the pattern {pattern}",
+        # A field's description says its rule in words (the domain's convention): quoted instead of the regex.
+        words = schema.get("description")
+        return Issue(path, "pattern", f"{_where(path)} is invalid ({value[:60]!r}): {words}" if words
+                     else f"{_where(path)} must match the pattern {pattern}",
                      {"field": path, "pattern": pattern, "actual": value[:200]})
     fmt = schema.get("format")
     kind = _FORMATS.get(fmt) if isinstance(fmt, str) else None

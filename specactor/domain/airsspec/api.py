@@ -14,7 +14,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from specactor.domain.airsspec.dependencies import DependencyReport
-from specactor.domain.airsspec.ids import SPEC_ID_PATTERN
+from specactor.domain.airsspec.ids import SPEC_ID_PATTERN, SPEC_ID_WORDS
 from specactor.domain.airsspec.vocab import (
     Category,
     CategoryIn,
@@ -26,9 +26,9 @@ from specactor.domain.airsspec.vocab import (
 
 NOT_BLANK: Final = r"\S"
 
-SpecId = Annotated[str, Meta(pattern=SPEC_ID_PATTERN, max_length=69,
-                             description="Spec identifier: {unix seconds}-{slug}, e.g. 1737734400-user-authentication")]
-Title = Annotated[str, Meta(pattern=NOT_BLANK, description="Concise spec title (what to build)")]
+# A `pattern` field's description says its rule in words: a refusal quotes it (protocol/schema.py).
+SpecId = Annotated[str, Meta(pattern=SPEC_ID_PATTERN, max_length=69, description=SPEC_ID_WORDS)]
+Title = Annotated[str, Meta(pattern=NOT_BLANK, description="Concise spec title (what to build), not blank")]
 Percent = Annotated[float, Meta(ge=0, le=100)]
 
 
@@ -43,7 +43,7 @@ class DependencyIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class StepIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    title: Annotated[str, Meta(pattern=NOT_BLANK, description="Step title (one line)")]
+    title: Annotated[str, Meta(pattern=NOT_BLANK, description="Step title (one line), not blank")]
     description: Annotated[str, Meta(description="What the step does and when it is done")]
     complexity: Annotated[ComplexityIn, Meta(description="Estimate (medium = moderate)")] | UnsetType = UNSET
 
@@ -63,7 +63,7 @@ class SpecCreateIn(Args):
 
 class SpecUpdateIn(Args):
     spec_id: SpecId
-    title: Annotated[str, Meta(pattern=NOT_BLANK, description="Optional: New title")] | UnsetType = UNSET
+    title: Annotated[str, Meta(pattern=NOT_BLANK, description="Optional: New title, not blank")] | UnsetType = UNSET
     description: Annotated[str, Meta(description="Optional: New description")] | UnsetType = UNSET
     content: Annotated[str, Meta(description="Optional: New markdown content")] | UnsetType = UNSET
     category: Annotated[CategoryIn, Meta(description="Optional: New category")] | UnsetType = UNSET

@@ -12,6 +12,9 @@ from typing import Final
 
 SLUG_MAX: Final = 50
 SPEC_ID_PATTERN: Final = r"^[0-9]{1,18}-[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$"
+# The pattern in words: the schema's description, and what a refusal says (never the raw regex).
+SPEC_ID_WORDS: Final = ("a spec id is {unix seconds}-{slug}, e.g. 1737734400-user-authentication: digits, a hyphen, "
+                        "then up to 50 lowercase letters, digits and inner hyphens; '/' and '..' are not allowed")
 # `$` also matches before a final newline in Python; ids must match exactly.
 _SPEC_ID: Final = re.compile(SPEC_ID_PATTERN.removesuffix("$") + r"\Z")
 _DASHES: Final = re.compile(r"-{2,}")
@@ -35,6 +38,11 @@ def slugify(title: str) -> str:
 
 def is_spec_id(value: str) -> bool:
     return _SPEC_ID.match(value) is not None
+
+
+def invalid_spec_id(value: str, name: str = "spec_id") -> str:
+    """The sentence that refuses `value` as a spec id."""
+    return f"'{name}' is invalid ({value[:60]!r}): {SPEC_ID_WORDS}"
 
 
 def new_spec_id(title: str, unix_seconds: int, taken: Callable[[str], bool]) -> str:

@@ -22,9 +22,13 @@ _SEGMENT = r"(?!\.\.?(?:/|$))[^/\\\x00]+"
 ITEM_ID = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
 CHANGE_ID = rf"^{_SEGMENT}$"
 
+# A `pattern` field's description says its rule in words: a refusal quotes it (protocol/schema.py).
 Item = Annotated[str, Meta(pattern=ITEM_ID, min_length=1, max_length=1024,
-                           description="Change id or capability id (capabilities may nest: members/profile)")]
-ChangeId = Annotated[str, Meta(pattern=CHANGE_ID, min_length=1, max_length=255, description="Change id")]
+                           description="Change id or capability id (capabilities may nest: members/profile); each "
+                                       "'/'-separated part is a folder name, not '.' or '..', without '\\' or NUL")]
+ChangeId = Annotated[str, Meta(pattern=CHANGE_ID, min_length=1, max_length=255,
+                               description="Change id: one folder name under openspec/changes/; '/', '\\', NUL, "
+                                           "'.' and '..' are not allowed")]
 ItemType = Literal["change", "spec"]
 
 
@@ -63,7 +67,7 @@ class ProjectContextIn(_In):
     content: Annotated[str, Meta(description="New text; omitted with `section` removes that section")] | None = None
     merge: Annotated[bool, Meta(description="Append instead of replacing")] = False
     section: Annotated[str, Meta(pattern=r"^[^\r\n]*\S[^\r\n]*$", max_length=200,
-                                 description="Rewrite only this `## Section`")] | None = None
+                                 description="Rewrite only this `## Section` (one line, not blank)")] | None = None
 
 
 class TaskCompleteIn(_In):
