@@ -7,23 +7,22 @@ This is I/O, so it lives with the actors; the toolset glues it to the pure `doma
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
 import json
 import os
 import stat as st
 import struct
+import threading
 import time
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from specactor.actors.storage import atomic_write, fsync_dir, resolve_inside
+from specactor.actors.confined import Confined, read_confined
+from specactor.actors.storage import PathEscape, atomic_write, fsync_dir, resolve_inside
 from specactor.domain.openspec.cache import Stat
 from specactor.domain.openspec.source import Entry, Unreadable
-
-if TYPE_CHECKING:
-    pass
-
 
 JOURNAL = ".specactor/openspec-archive.journal"  # relative to the project root
 
@@ -87,44 +86,70 @@ class Inotify:
 
 
 class OsFileSystem:
-    """The syscalls `CachedSource` needs, confined to one `openspec/` directory."""
+    """The syscalls `CachedSource` needs, confined to one `openspec/` directory: each goes through
+    `Confined` from the project (the directory holding `openspec/`), so a symlink is followed
+    only while it stays inside `openspec/`; one that leads out reads as nothing there."""
 
     def __init__(self, root: Path) -> None:
         self.root = str(root)
         self.prefix = self.root + os.sep
-        self.real = os.path.realpath(root)
+        self.project, self.base = root.parent, root.name
         self.inotify = Inotify()
-        self._inside: dict[tuple[int, int], bool] = {}  # an inode is in the tree or not, whatever path reaches it
+        self._local = threading.local()  # this thread's operation's `Confined`, if one is open
 
     def path(self, rel: str) -> str:
         return self.prefix + rel if rel else self.root
 
-    def contains(self, path: str) -> bool:
-        real = os.path.realpath(path)
-        return real == self.real or real.startswith(self.real + os.sep)
+    @contextlib.contextmanager
+    def operation(self) -> Iterator[None]:
+        """The calls of one operation on this thread share one `Confined`, which keeps the folders
+        it walked open (a cold `validate --all` stats each change's folder a dozen times). Not
+        across operations: a folder may be renamed (archived) between two."""
+        if getattr(self._local, "files", None) is not None:
+            yield
+            return
+        self._local.files = Confined(self.project, self.base)
+        try:
+            yield
+        finally:
+            self._local.files.close()
+            self._local.files = None
+
+    @contextlib.contextmanager
+    def _files(self) -> Iterator[Confined]:
+        shared = getattr(self._local, "files", None)
+        if shared is not None:
+            yield shared
+            return
+        with Confined(self.project, self.base) as files:  # outside an operation: one of its own
+            yield files
+
+    def escapes(self, rel: str) -> bool:
+        """Whether `rel` exists only through a symlink that leads out of `openspec/`."""
+        with self._files() as files:
+            try:
+                files.stat(rel)
+            except PathEscape:
+                return True
+            except OSError:
+                pass
+        return False
 
     def _fail(self, rel: str, err: OSError, op: str) -> Unreadable:
         code = errno.errorcode.get(err.errno or 0, "EIO")
         return Unreadable(rel, code, f"{code}: {err.strerror}, {op} '{self.path(rel)}'")
 
     def _stat(self, rel: str, follow: bool) -> Stat | None:
-        path = self.path(rel)
         try:
-            info = os.stat(path) if follow else os.lstat(path)
-        except (FileNotFoundError, NotADirectoryError):
+            with self._files() as files:
+                info = files.stat(rel or ".", follow=follow)
+        except PathEscape:  # a symlink leading out: nothing there, as a dangling one
             return None
         except OSError as err:
-            if err.errno == errno.ELOOP:
-                return None
             raise self._fail(rel, err, "stat") from None
+        if info is None:
+            return None
         mode = info.st_mode
-        if follow:
-            ident = (info.st_dev, info.st_ino)
-            inside = self._inside.get(ident)
-            if inside is None:
-                inside = self._inside[ident] = self.contains(path)
-            if not inside:
-                return None
         kind = ("dir" if st.S_ISDIR(mode) else "file" if st.S_ISREG(mode) else "link" if st.S_ISLNK(mode)
                 else "other")
         return Stat(kind, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
@@ -137,17 +162,19 @@ class OsFileSystem:
 
     def scandir(self, rel: str) -> list[Entry]:
         try:
-            with os.scandir(self.path(rel)) as it:
+            with self._files() as files:
                 return [Entry(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False),
-                              e.is_symlink()) for e in it]
+                              e.is_symlink()) for e in files.scandir(rel or ".")]
+        except PathEscape as err:
+            raise Unreadable(rel, "ELOOP", f"ELOOP: {err}, scandir '{self.path(rel)}'") from None
         except OSError as err:
             raise self._fail(rel, err, "scandir") from None
 
     def read(self, rel: str) -> bytes | None:
         try:
-            with open(self.path(rel), "rb") as handle:
-                return handle.read()
-        except FileNotFoundError:
+            with self._files() as files:
+                return files.read(rel)
+        except PathEscape:  # as `stat`: a symlink leading out is nothing there
             return None
         except OSError as err:
             raise self._fail(rel, err, "open") from None
@@ -167,21 +194,25 @@ class PendingJournal(Exception):
 
 
 def apply_archive(project: Path, writes: dict[str, bytes], deletes: list[str], move: tuple[str, str]) -> None:
-    """Commit the journal (atomically: that is the commit point), then redo it."""
+    """Commit the journal (atomically: that is the commit point), then redo it. Every path is
+    checked first: one that a symlink leads out of the workspace refuses the archive (PathEscape)
+    before the commit point, rather than leave a journal that can never be redone."""
+    for rel in (*writes, *deletes, *move):
+        resolve_inside(project, rel)
     journal = {"writes": {rel: base64.b64encode(data).decode() for rel, data in writes.items()},
                "deletes": deletes, "move": list(move)}
-    atomic_write(project / JOURNAL, json.dumps(journal).encode())
+    atomic_write(resolve_inside(project, JOURNAL), json.dumps(journal).encode())
     recover(project)
 
 
 def recover(project: Path) -> None:
     """Redo a committed archive: write its specs, move the change, drop the journal. Idempotent,
     so a crash during recovery is recovered the same way."""
-    path = project / JOURNAL
-    try:
-        journal = json.loads(path.read_bytes())
-    except FileNotFoundError:
+    path = resolve_inside(project, JOURNAL)
+    data = read_confined(project, JOURNAL)
+    if data is None:
         return
+    journal = json.loads(data)
     for rel, data in journal["writes"].items():
         atomic_write(resolve_inside(project, rel), base64.b64decode(data))
     specs = project / "openspec" / "specs"

@@ -6,7 +6,7 @@ fdatasync) or, where there is none, fsynced with its directories. It happens und
 lock on `<root>/.specactor/workspace.lock`, so two specactor processes on one workspace
 serialise their read-modify-write transactions and never lose an update. Paths are checked
 first: nothing outside the root is read or written, and a symlink that leads out of it is
-refused.
+refused (reads walk each path through `actors/confined.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import outcome
 import trio
 
 from specactor.actors import wal
+from specactor.actors.confined import Confined, read_confined
 from specactor.actors.files import (
     PathEscape,
     atomic_write,
@@ -35,7 +36,6 @@ from specactor.actors.files import (
     fsync_present,
     install,
     normal_relative,
-    read_file,
     resolve_inside,
     safe_relative,
     stage,
@@ -76,6 +76,7 @@ class Tx:
     dirs: set[str] = field(default_factory=set)  # directories found not to be symlinks
     base: Tx | None = None  # the earlier transactions of a group commit, not yet on disk
     settle_hook: Callable[[], None] | None = None
+    files: Confined | None = None  # reads go through it (one per transaction: it keeps folders open)
 
     def settle(self) -> None:
         """Make every write acknowledged so far durable on disk (the write-ahead log's
@@ -90,7 +91,9 @@ class Tx:
             return self.writes[key]
         if self.base is not None and key in self.base.writes:
             return self.base.writes[key]
-        return read_file(self._resolve(key))
+        if self.files is None:
+            return read_confined(self.root, key)
+        return self.files.read(key)
 
     def _resolve(self, key: str) -> Path:
         """`resolve_inside` once per path and transaction (a read-modify-write checks it once)."""
@@ -180,8 +183,7 @@ class StorageActor:
 
     async def read(self, rel: str) -> bytes | None:
         """Reads need no lock (writes are atomic renames) and run concurrently on worker threads."""
-        path = resolve_inside(self.root, rel)
-        return await trio.to_thread.run_sync(read_file, path)
+        return await trio.to_thread.run_sync(read_confined, self.root, normal_relative(rel))
 
     # ------------------------------------------------------------------ the actor
 
@@ -257,12 +259,13 @@ class StorageActor:
             group = Tx(self.root)
             results: list[outcome.Outcome[Any]] = []
             for fn in fns:
-                tx = Tx(self.root, base=group, settle_hook=self._settle)
-                try:
-                    value = fn(tx)
-                except Exception as exc:
-                    results.append(outcome.Error(exc))
-                    continue
+                with Confined(self.root) as files:
+                    tx = Tx(self.root, base=group, settle_hook=self._settle, files=files)
+                    try:
+                        value = fn(tx)
+                    except Exception as exc:
+                        results.append(outcome.Error(exc))
+                        continue
                 group.absorb(tx)
                 results.append(outcome.Value(value))
             try:

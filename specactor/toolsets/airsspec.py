@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from specactor.actors.confined import Confined
+from specactor.actors.files import read_fd
 from specactor.actors.storage import LockBusy, PathEscape, StorageActor, Tx
 from specactor.domain.airsspec import api, layout, transactions, views, vocab, workflow
 from specactor.domain.airsspec.catalog import Catalog, StatKey, Summary
@@ -28,7 +30,7 @@ from specactor.domain.airsspec.configfile import render as render_config
 from specactor.domain.airsspec.dependencies import DepState, check
 from specactor.domain.airsspec.documents import Documents, decode
 from specactor.domain.airsspec.errors import AirsSpecError, NotFoundError, StepOutOfRange
-from specactor.domain.airsspec.ids import SPEC_ID_PATTERN, is_spec_id
+from specactor.domain.airsspec.ids import SPEC_ID_PATTERN, invalid_spec_id, is_spec_id
 from specactor.domain.airsspec.model import Bundle, Dependency, ProjectConfig
 from specactor.domain.airsspec.prompts import PROMPTS
 from specactor.domain.airsspec.prompts import render as render_prompt
@@ -53,42 +55,42 @@ def clock() -> float:
 
 
 class OsFiles:
-    """The catalog's `Files` port over one workspace directory; symlinks are never followed."""
+    """The catalog's `Files` port over one workspace directory, through `Confined`: a symlink is
+    never followed. One at a final component reads as no file; one on the way (`.airsspec`,
+    `specs`, a spec's folder) raises PathEscape naming it. Close it after the operation."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.files = Confined(root, links=False)
+
+    def close(self) -> None:
+        self.files.close()
 
     def stat(self, rel: str) -> StatKey | None:
-        try:
-            st = os.lstat(self.root / rel)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        if not stat_mode.S_ISREG(st.st_mode):
+        st = self.files.stat(rel, follow=False)
+        if st is None or not stat_mode.S_ISREG(st.st_mode):
             return None
         return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
     def read(self, rel: str) -> bytes | None:
         try:
-            fd = os.open(self.root / rel, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = self.files.open(rel, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put there must not hang us
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
-        except OSError:  # ELOOP: a symlink
-            return None
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read() if stat_mode.S_ISREG(os.fstat(fd).st_mode) else None
+        try:
+            return read_fd(fd) if stat_mode.S_ISREG(os.fstat(fd).st_mode) else None
+        finally:
+            os.close(fd)
 
     def spec_dirs(self) -> list[str]:
         try:
-            with os.scandir(self.root / layout.SPECS) as entries:
-                return [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            return [e.name for e in self.files.scandir(layout.SPECS) if e.is_dir(follow_symlinks=False)]
         except (FileNotFoundError, NotADirectoryError):
             return []
 
     def is_dir(self, rel: str) -> bool:
-        try:
-            return stat_mode.S_ISDIR(os.lstat(self.root / rel).st_mode)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
+        st = self.files.stat(rel, follow=False)
+        return st is not None and stat_mode.S_ISDIR(st.st_mode)
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -129,7 +131,11 @@ class Workspace:
                 if root != self._catalog_root:  # the workspace appeared (or moved): start afresh
                     self.catalog, self._catalog_root = Catalog(self.documents), root
                     self._cache.clear()
-                return fn(self.catalog, OsFiles(root))
+                files = OsFiles(root)
+                try:
+                    return fn(self.catalog, files)
+                finally:
+                    files.close()
 
         return await self.services.runtime.run_sync(run)
 
@@ -177,7 +183,7 @@ def _check_ids(args: Any) -> None:
     ids = [getattr(args, "spec_id", None), *(d.spec_id for d in getattr(args, "dependencies", None) or ())]
     for value in ids:
         if isinstance(value, str) and not is_spec_id(value):
-            raise ToolError("INVALID_INPUT", f"'spec_id' must match the pattern {SPEC_ID_PATTERN}",
+            raise ToolError("INVALID_INPUT", invalid_spec_id(value),
                             {"field": "spec_id", "rule": "pattern", "pattern": SPEC_ID_PATTERN, "actual": value[:200]})
 
 
@@ -190,15 +196,17 @@ def refusals(fn: Callable[[Any, RequestContext], Awaitable[T]]) -> Callable[[Any
             return await fn(args, ctx)
         except AirsSpecError as err:
             raise tool_error(err) from None
-        except PathEscape as err:
-            raise ToolError("INVALID_INPUT", str(err), {"field": "spec_id", "rule": "pattern"}) from None
+        except PathEscape as err:  # a symlink on the way to the spec (it is never followed)
+            raise ToolError("INVALID_INPUT", str(err)) from None
         except LockBusy as err:
             raise ToolError("TIMEOUT", str(err)) from None
 
     return handler
 
 
-def resource_error(uri: str, err: AirsSpecError) -> Exception:
+def resource_error(uri: str, err: AirsSpecError | PathEscape) -> Exception:
+    if isinstance(err, PathEscape):  # a symlink on the way: the resource is not there for us
+        return ResourceNotFound(uri, f"Resource not found: {uri} ({err})")
     if isinstance(err, NotFoundError):
         return ResourceNotFound(uri)
     return ProtocolError(err.code, err.message, {"uri": uri, **err.details})
@@ -390,7 +398,10 @@ def _completer(ws: Workspace) -> Completer:
             return [e.id for e in catalog.entries(files) if isinstance(e, Summary)
                     and (e.id.startswith(value) or value in e.id.partition("-")[2])]
 
-        return await ws.read(matches)
+        try:
+            return await ws.read(matches)
+        except PathEscape:  # `.airsspec/specs` is a symlink: nothing to offer
+            return []
 
     return complete_ids
 
@@ -404,14 +415,17 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
                          description=f"{e.state} {e.category} spec, {e.phase} phase") for e in entries
                 if isinstance(e, Summary)])
 
-        return await ws.read(build)
+        try:
+            return await ws.read(build)
+        except PathEscape:  # `.airsspec/specs` is a symlink: listed as no specs, read as an error
+            return []
 
     async def read_spec(uri: str, spec_id: str, fn: Callable[[Catalog, OsFiles], T]) -> T:
         if not is_spec_id(spec_id):
             raise ResourceNotFound(uri)
         try:
             return await ws.read(fn)
-        except AirsSpecError as err:
+        except (AirsSpecError, PathEscape) as err:
             raise resource_error(uri, err) from None
 
     def raw(files: OsFiles, spec_id: str, rel: str, uri: str) -> str:
@@ -423,7 +437,7 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
 
     ids = {"spec_id": _completer(ws)}
 
-    @registry.resource("airsspec:///config", name="config", mime_type="application/toml", toolset=TOOLSET,
+    @registry.resource("airsspec:///config", name="airsspec-config", mime_type="application/toml", toolset=TOOLSET,
                        description="Project configuration (.airsspec/config.toml); the defaults when there is none")
     async def config(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
         def run(catalog: Catalog, files: OsFiles) -> str:
@@ -433,39 +447,42 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
 
         try:
             return await ws.read(run)
-        except AirsSpecError as err:
+        except (AirsSpecError, PathEscape) as err:
             raise resource_error(uri, err) from None
 
-    @registry.resource("airsspec:///specs", name="specs", mime_type="application/json", toolset=TOOLSET,
+    @registry.resource("airsspec:///specs", name="airsspec-specs", mime_type="application/json", toolset=TOOLSET,
                        description="Index of all specs: id, title, state, category, phase, created_at, updated_at")
     async def specs(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
         def run(catalog: Catalog, files: OsFiles) -> str:
             entries = catalog.entries(files)
             return ws.cached("index", lambda: encode(views.index(entries)).decode())
 
-        return await ws.read(run)
+        try:
+            return await ws.read(run)
+        except PathEscape as err:
+            raise resource_error(uri, err) from None
 
-    @registry.resource_template("airsspec:///{spec_id}", name="spec-bundle", mime_type="application/json",
+    @registry.resource_template("airsspec:///{spec_id}", name="airsspec-spec-bundle", mime_type="application/json",
                                 toolset=TOOLSET, completions=ids, lister=list_specs,
                                 description="Full spec bundle: spec (metadata, content), plan, state")
     async def bundle(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
         spec_id = params["spec_id"]
         return await read_spec(uri, spec_id, lambda c, f: encode(views.bundle(c.bundle(f, spec_id))).decode())
 
-    @registry.resource_template("airsspec:///{spec_id}/spec", name="spec", mime_type="text/markdown",
+    @registry.resource_template("airsspec:///{spec_id}/spec", name="airsspec-spec", mime_type="text/markdown",
                                 toolset=TOOLSET, completions=ids,
                                 description="Spec markdown with YAML front matter")
     async def spec(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
         spec_id = params["spec_id"]
         return await read_spec(uri, spec_id, lambda c, f: raw(f, spec_id, layout.spec_file(spec_id), uri))
 
-    @registry.resource_template("airsspec:///{spec_id}/plan", name="plan", mime_type="text/markdown",
+    @registry.resource_template("airsspec:///{spec_id}/plan", name="airsspec-plan", mime_type="text/markdown",
                                 toolset=TOOLSET, completions=ids, description="Plan markdown (approach and steps)")
     async def plan(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
         spec_id = params["spec_id"]
         return await read_spec(uri, spec_id, lambda c, f: raw(f, spec_id, layout.plan_file(spec_id), uri))
 
-    @registry.resource_template("airsspec:///{spec_id}/state", name="state", mime_type="application/toon",
+    @registry.resource_template("airsspec:///{spec_id}/state", name="airsspec-state", mime_type="application/toon",
                                 toolset=TOOLSET, completions=ids, description="Workflow state in TOON")
     async def state(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
         spec_id = params["spec_id"]
@@ -488,7 +505,7 @@ def _register_prompts(registry: Registry, ws: Workspace) -> None:
             async def prompt(args: dict[str, str], ctx: RequestContext) -> str:
                 spec_id = args.get("spec_id")
                 if spec_id is not None and not is_spec_id(spec_id):
-                    raise ProtocolError(INVALID_PARAMS, f"argument 'spec_id' must match the pattern {SPEC_ID_PATTERN}",
+                    raise ProtocolError(INVALID_PARAMS, f"argument {invalid_spec_id(spec_id)}",
                                         {"argument": "spec_id", "pattern": SPEC_ID_PATTERN})
                 return render_prompt(template, args)
             return prompt

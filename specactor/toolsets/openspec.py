@@ -128,7 +128,8 @@ class Workspace:
             if os.path.exists(self.project / JOURNAL):
                 raise PendingJournal
             self.source.refresh()
-            return fn()
+            with self.fs.operation():
+                return fn()
 
         try:
             return await self.runtime.run_sync(run)
@@ -142,7 +143,8 @@ class Workspace:
                 tx.settle()
                 recover(self.project)
             self.source.refresh()
-            return fn(tx)
+            with self.fs.operation():  # (an archive moves a folder, then reads nothing more)
+                return fn(tx)
 
         try:
             if self.shared:
@@ -154,8 +156,7 @@ class Workspace:
     def guard(self, *rels: str) -> None:
         """INVALID_INPUT when a schema-valid id still leads out of openspec/ through a symlink."""
         for rel in rels:
-            path = self.fs.path(rel)
-            if os.path.lexists(path) and not self.fs.contains(path):
+            if self.fs.escapes(rel):
                 raise ToolError("INVALID_INPUT", f"'{rel}' leads outside the openspec directory", {"path": rel})
 
 
@@ -191,7 +192,7 @@ def _refused(err: EditRefused) -> ToolError:
 
 
 def _checked(kind: str, value: str, uri: str) -> str:
-    if not re.match(ITEM_ID if kind == "capability" else CHANGE_ID, value):
+    if not re.match(CHANGE_ID if kind == "changeId" else ITEM_ID, value):
         raise ProtocolError(INVALID_PARAMS, f"invalid {kind} {value!r} in {uri}: it must stay inside the openspec "
                             "directory (no absolute path, '..', backslash or NUL)", {"uri": uri})
     return value
@@ -234,7 +235,7 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
         async def document(uri: str, params: dict[str, str], ctx: RequestContext, name: str = name) -> str:
             return str(await read(uri, body(name)))
 
-        registry.resource(f"openspec://{name}", name=name, description=description, mime_type=MD,
+        registry.resource(f"openspec://{name}", name=f"openspec-{name}", description=description, mime_type=MD,
                           toolset=TOOLSET)(document)
 
     async def capabilities(value: str, args: dict[str, str], ctx: RequestContext) -> list[str]:
@@ -251,7 +252,8 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
         return [Resource(uri=f"openspec://changes/{c}", name=f"change {c}", mimeType=MD)
                 for c in await ws.read(lambda: active_change_ids(src))]
 
-    @registry.resource_template("openspec://specs/{+capability}", name="spec", mime_type=MD, toolset=TOOLSET,
+    @registry.resource_template("openspec://specs/{+capability}", name="openspec-spec", mime_type=MD,
+                                toolset=TOOLSET,
                                 description="openspec/specs/<capability>/spec.md (capabilities may nest)",
                                 completions={"capability": capabilities}, lister=spec_resources)
     async def spec(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
@@ -260,7 +262,8 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
         capability = _checked("capability", params["capability"], uri)
         return await read(uri, lambda: resources.spec(src, capability))
 
-    @registry.resource_template("openspec://changes/{changeId}", name="change", mime_type=MD, toolset=TOOLSET,
+    @registry.resource_template("openspec://changes/{changeId}", name="openspec-change", mime_type=MD,
+                                toolset=TOOLSET,
                                 description="Every file of an active change, one content item each",
                                 completions={"changeId": change_ids}, lister=change_resources)
     async def change(uri: str, params: dict[str, str], ctx: RequestContext) -> list[ResourceContents]:
@@ -277,9 +280,23 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
             ident = _checked("changeId", params["changeId"], uri)
             return await read(uri, lambda: resources.change_doc(src, ident, doc))
 
-        registry.resource_template(f"openspec://changes/{{changeId}}/{doc}", name=f"change {doc}", mime_type=MD,
-                                   toolset=TOOLSET, completions={"changeId": change_ids},
+        registry.resource_template(f"openspec://changes/{{changeId}}/{doc}", name=f"openspec-change-{doc}",
+                                   mime_type=MD, toolset=TOOLSET, completions={"changeId": change_ids},
                                    description=f"openspec/changes/<changeId>/{doc}.md")(document_of)
+
+    # After the three above (templates match in order): any other file `openspec://changes/<id>` lists.
+    @registry.resource_template("openspec://changes/{changeId}/{+path}", name="openspec-change-file", mime_type=MD,
+                                toolset=TOOLSET, completions={"changeId": change_ids},
+                                description="Any file of an active change by its path, as "
+                                            "openspec://changes/<changeId> lists it: delta specs "
+                                            "(specs/<capability>/spec.md) and the rest")
+    async def change_file(uri: str, params: dict[str, str], ctx: RequestContext) -> list[ResourceContents]:
+        from specactor.domain.openspec import resources
+
+        ident = _checked("changeId", params["changeId"], uri)
+        path = _checked("path", params["path"], uri)
+        _, mime, text = await read(uri, lambda: resources.change_file(src, ident, path))
+        return [TextResourceContents(uri=uri, text=text, mimeType=mime)]
 
 
 def _register_prompts(registry: Registry) -> None:

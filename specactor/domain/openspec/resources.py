@@ -1,4 +1,4 @@
-"""The bodies of the ten `openspec://` resources, read from a `Source`.
+"""The bodies of the eleven `openspec://` resources, read from a `Source`.
 
 Documents fall back to templates (instructions, project); lists are markdown with links to the
 item resources; an item that does not exist raises `Missing` with a sentence saying which file
@@ -99,12 +99,27 @@ def change_files(src: Source, change: str) -> list[tuple[str, str, str]]:
     out = []
     for path in sorted(found, key=lambda p: (order.get(p, len(order)), p)):
         text = _read(src, join("changes", change, path))
-        if text is None:
-            continue
-        stem = path[:-3] if path[:-3] in CHANGE_DOCS else path
-        suffix = path[path.rfind("."):] if "." in path else ""
-        out.append((f"openspec://changes/{change}/{stem}", _MIME.get(suffix, "text/plain"), text))
+        if text is not None:
+            out.append(_file(change, path, text))
     return out
+
+
+def change_file(src: Source, change: str, path: str) -> tuple[str, str, str]:
+    """One file of a change, as `change_files` lists it: (uri, mime type, text)."""
+    _require_change(src, change)
+    rel = join("changes", change, path)
+    if src.kind(rel) != "file":
+        raise Missing(f"Change '{change}' has no file {path}: openspec/{rel} does not exist")
+    text = _read(src, rel)
+    if text is None:
+        raise Missing(f"Change '{change}' has no file {path}: openspec/{rel} does not exist")
+    return _file(change, path, text)
+
+
+def _file(change: str, path: str, text: str) -> tuple[str, str, str]:
+    stem = path[:-3] if path[:-3] in CHANGE_DOCS else path
+    suffix = path[path.rfind("."):] if "." in path else ""
+    return f"openspec://changes/{change}/{stem}", _MIME.get(suffix, "text/plain"), text
 
 
 def archive_list(src: Source) -> str:
