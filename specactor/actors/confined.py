@@ -1,4 +1,5 @@
-"""Reading a workspace's files without leaving it: every read, stat and listing of one goes here.
+"""Reading a workspace's files without leaving it: the airsspec and openspec toolsets' reads,
+stats and listings of workspace files, and the storage actor's reads, all go through here.
 
 Each component of a path is opened relative to the directory before it (`openat` with
 `O_NOFOLLOW`), from a root the caller trusts, so a symlink anywhere on the way is seen (a race
