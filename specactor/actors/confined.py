@@ -1,13 +1,9 @@
-"""Reading a workspace's files without leaving it: the airsspec and openspec toolsets' reads,
-stats and listings of workspace files, and the storage actor's reads, all go through here.
-
-Each component of a path is opened relative to the directory before it (`openat` with
-`O_NOFOLLOW`), from a root the caller trusts, so a symlink anywhere on the way is seen (a race
-that swaps one in too) and never followed blindly. A symlink found is refused (`links=False`),
-or resolved here one component at a time and followed only while the path stays inside the
-confining directory. Refusals raise `PathEscape` naming the path and the symlink.
+"""Reading workspace files without leaving the workspace: the airsspec and openspec toolsets and
+the storage actor read, stat and list through `Confined`. Each path component is opened from the
+one before (`openat`, `O_NOFOLLOW`), so a symlink on the way, or one swapped in meanwhile, is
+seen: refused (`links=False`), or followed only while it stays inside the confining directory.
+A refusal raises `PathEscape` naming the path and the symlink.
 """
-
 from __future__ import annotations
 
 import errno
