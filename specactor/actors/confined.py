@@ -4,6 +4,7 @@ one before (`openat`, `O_NOFOLLOW`), so a symlink on the way, or one swapped in 
 seen: refused (`links=False`), or followed only while it stays inside the confining directory.
 A refusal raises `PathEscape` naming the path and the symlink.
 """
+
 from __future__ import annotations
 
 import errno
