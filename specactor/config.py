@@ -1,15 +1,18 @@
 """Settings: flags, then environment, then a YAML or TOML file, then defaults.
 
-Everything is decoded once at start-up into frozen msgspec Structs. An unknown key or a bad
-value is a `ConfigError` naming the key (and the environment variable or file it came from).
-`docs/configuration.md` lists every setting.
+Everything is decoded once at start-up into frozen msgspec Structs. An unknown key, a bad
+value, an empty toolset list, a root that is not an existing folder or a `${…}` no client
+expanded is a `ConfigError` naming the key and where it came from (`Sources`). Actors raise
+the same error for what only starting can find (a port in use, a log folder they cannot
+write); no restart fixes it. `docs/configuration.md` lists every setting.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,7 +28,26 @@ Seconds = Annotated[float, Meta(gt=0)]
 
 
 class ConfigError(Exception):
-    pass
+    """A setting no restart can fix: the server stops with exit status 2 and prints this line.
+
+    Args:
+        message: what is wrong, and what to do about it.
+        setting: the dotted key at fault, when one is.
+        source: where that key's value came from (`Sources.of`); filled in by the command line
+            when an actor, which cannot know it, raised the error.
+    """
+
+    def __init__(self, message: str, *, setting: str | None = None, source: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.setting = setting
+        self.source = source
+
+    def __str__(self) -> str:
+        if self.setting is None:
+            return self.message
+        where = f" (from {self.source})" if self.source else ""
+        return f"invalid setting '{self.setting}': {self.message}{where}"
 
 
 class _Base(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -36,6 +58,9 @@ class SessionLogConfig(_Base, frozen=True):
     enabled: bool = True
     dir: str | None = None  # default: <root>/.specactor/logs
     max_entry_bytes: Positive = 256 * 1024
+    max_age_days: Annotated[float, Meta(ge=0)] = 7.0  # older files are deleted; 0: no age limit
+    max_total_bytes: Annotated[int, Meta(ge=0)] = 50 * 1024 * 1024  # oldest deleted past this; 0: no limit
+    redact_memory: bool = True  # the memory toolset's arguments and results are not logged
 
 
 class EmergentConfig(_Base, frozen=True):
@@ -142,6 +167,9 @@ ENV: dict[str, str] = {
     "SPECACTOR_STORAGE_LOG": "storage_log",
     "SPECACTOR_SESSION_LOG": "session_log.enabled",
     "SPECACTOR_SESSION_LOG_DIR": "session_log.dir",
+    "SPECACTOR_SESSION_LOG_MAX_AGE_DAYS": "session_log.max_age_days",
+    "SPECACTOR_SESSION_LOG_MAX_TOTAL_BYTES": "session_log.max_total_bytes",
+    "SPECACTOR_SESSION_LOG_REDACT_MEMORY": "session_log.redact_memory",
     "SPECACTOR_GRAPH_SYNC": "graph.enabled",
     "SPECACTOR_HTTP_HOST": "http.host",
     "SPECACTOR_HTTP_PORT": "http.port",
@@ -160,6 +188,17 @@ ENV: dict[str, str] = {
     "EMERGENT_URL": "emergent.url",
     "EMERGENT_API_KEY": "emergent.api_key",
     "EMERGENT_PROJECT_ID": "emergent.project_id",
+}
+# Dotted setting -> the `specactor serve` flag that sets it (cli.py's parser defines them).
+FLAGS: dict[str, str] = {
+    "root": "--root",
+    "log_level": "--log-level",
+    "debug": "--debug",
+    "toolsets": "--toolsets",
+    "session_log.enabled": "--no-session-log",
+    "session_log.dir": "--session-log-dir",
+    "http.host": "--host",
+    "http.port": "--port",
 }
 # Read by other parts of specactor (or by tools it starts), not settings of this Struct.
 ENV_ELSEWHERE = frozenset({"SPECACTOR_CONFIG", "SPECACTOR_FUZZ"})
@@ -223,9 +262,45 @@ def find_file(root: Path) -> Path | None:
     return None
 
 
+@dataclass(frozen=True)
+class Sources:
+    """Where each setting came from, to name it in an error."""
+
+    flags: frozenset[str] = frozenset()
+    env: Mapping[str, str] = field(default_factory=dict)  # dotted key -> its variable
+    file: Path | None = None
+    file_keys: frozenset[str] = frozenset()
+
+    def of(self, key: str) -> str:
+        """'flag --root', 'environment variable SPECACTOR_ROOT', 'config file …' or 'the default'."""
+        if key in self.flags:
+            return f"flag {FLAGS.get(key, key)}"
+        if key in self.env:
+            return f"environment variable {self.env[key]}"
+        if key in self.file_keys:
+            return f"config file {self.file}"
+        return "the default"
+
+
+@dataclass(frozen=True)
+class Settings:
+    config: Config
+    sources: Sources
+
+
 def load(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None,
          config_file: str | None = None) -> Config:
     """Resolve the settings. `flags` holds dotted keys set on the command line.
+
+    Raises:
+        ConfigError: naming the bad key or value and where it came from.
+    """
+    return load_settings(flags, environ, config_file).config
+
+
+def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None,
+                  config_file: str | None = None) -> Settings:
+    """`load`, and where each setting came from.
 
     Raises:
         ConfigError: naming the bad key or value and where it came from.
@@ -244,17 +319,53 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None,
         config = msgspec.convert(merged, Config, strict=False)
     except msgspec.ValidationError as err:
         raise ConfigError(_explain(err, path, env_tree)) from None
+    by_key = {dotted: name for name, dotted in ENV.items() if name in environ}
+    sources = Sources(frozenset(flags), {k: v for k, v in by_key.items() if _has(env_tree, k)}, path,
+                      frozenset(key for key, _ in _leaves(file_tree)))
+    _check(config, merged, sources)
+    return Settings(config, sources)
+
+
+def _check(config: Config, merged: dict[str, Any], sources: Sources) -> None:
+    """What decoding cannot see: values that only make sense together or against the disk."""
+    for key, value in _leaves(merged):
+        if isinstance(value, str) and "${" in value:
+            raise ConfigError(f"{value!r} holds a ${{…}} that the program which started specactor did not "
+                              "expand; write the value itself", setting=key, source=sources.of(key))
+    if not config.toolsets:
+        raise ConfigError(f"no toolset is enabled; name at least one of {', '.join(TOOLSETS)}",
+                          setting="toolsets", source=sources.of("toolsets"))
     unknown = [t for t in config.toolsets if t not in TOOLSETS]
     if unknown:
-        raise ConfigError(f"unknown toolset {unknown[0]!r} in 'toolsets'; valid toolsets are {', '.join(TOOLSETS)}")
+        raise ConfigError(f"unknown toolset {unknown[0]!r}; valid toolsets are {', '.join(TOOLSETS)}",
+                          setting="toolsets", source=sources.of("toolsets"))
+    root = config.root_path
+    if not root.is_dir():
+        problem = "is not a folder" if root.exists() else "does not exist (specactor creates no workspace)"
+        raise ConfigError(f"{root} {problem}; give the folder of the repository to serve",
+                          setting="root", source=sources.of("root"))
     mem = config.memory
     if mem.mode in ("semantic", "hybrid") and not mem.embeddings.url:
-        raise ConfigError(f"invalid setting 'memory.mode': {mem.mode} search needs an embeddings endpoint "
-                          "(SPECACTOR_EMBEDDINGS_URL or memory.embeddings.url)")
+        raise ConfigError(f"{mem.mode} search needs an embeddings endpoint "
+                          "(SPECACTOR_EMBEDDINGS_URL or memory.embeddings.url)",
+                          setting="memory.mode", source=sources.of("memory.mode"))
     if config.graph_enabled and not config.emergent.api_key:
         raise ConfigError("graph sync is enabled but EMERGENT_API_KEY is not set "
                           "(set it, or the config key emergent.api_key, or disable the graph toolset)")
-    return config
+
+
+def _leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Every dotted key of a settings tree with its value; a list's items share its key."""
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _leaves(value, f"{dotted}.")
+        elif isinstance(value, list):
+            yield dotted, value
+            for item in value:
+                yield dotted, item
+        else:
+            yield dotted, value
 
 
 def _explain(err: msgspec.ValidationError, path: Path | None, env_tree: dict[str, Any]) -> str:

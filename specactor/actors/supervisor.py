@@ -4,7 +4,9 @@ The restart policy follows triotp/Erlang: `permanent` children always come back,
 ones only after a crash, `temporary` ones never. More than `max_restarts` crashes within
 `within` seconds means something is truly wrong, and the supervisor gives up by raising.
 Backoff between restarts runs through tenacity with `trio.sleep`. A crash is logged as its
-one root cause, never as an exception group full of cancellations.
+one root cause, never as an exception group full of cancellations. A permanent error (a
+`ConfigError`: a port in use, a folder that cannot be written) is never restarted, whatever
+the policy: it propagates as itself, unwrapped, for the command line to print as one line.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Literal
 
 import trio
 
+from specactor.config import ConfigError
 from specactor.logsetup import get_logger
 
 log = get_logger("specactor.supervisor")
@@ -61,8 +64,15 @@ def describe(exc: BaseException) -> str:
 
 
 class Supervisor:
+    """Args:
+        max_restarts, within: more crashes than this within `within` seconds, and it gives up.
+        backoff_min, backoff_max: the exponential wait before a restart.
+        permanent: errors no restart can fix; raised at once, as the root cause alone.
+    """
+
     def __init__(self, *, max_restarts: int = 5, within: float = 10.0, backoff_min: float = 0.01,
-                 backoff_max: float = 1.0) -> None:
+                 backoff_max: float = 1.0, permanent: tuple[type[Exception], ...] = (ConfigError,)) -> None:
+        self.permanent = permanent
         self.max_restarts = max_restarts
         self.within = within
         self.backoff_min = backoff_min
@@ -88,6 +98,8 @@ class Supervisor:
                 cause = root_cause(exc)
                 if isinstance(cause, trio.Cancelled) or not isinstance(cause, Exception):
                     raise
+                if isinstance(cause, self.permanent):
+                    raise cause from None  # nothing to log here: the command line prints it
             else:
                 if spec.restart != "permanent":
                     return

@@ -1,4 +1,5 @@
-"""The one-for-one supervisor: restarts, start semantics, giving up, backoff, crash logging.
+"""The one-for-one supervisor: restarts, start semantics, giving up, backoff, crash logging,
+permanent errors.
 
 Every test runs on trio's autojump MockClock, so backoff and restart windows are observed
 in virtual time, instantly and deterministically.
@@ -15,6 +16,7 @@ import trio
 import trio.testing
 
 from specactor.actors.supervisor import ChildSpec, Supervisor, SupervisorGaveUp
+from specactor.config import ConfigError
 
 
 class Scripted:
@@ -260,3 +262,39 @@ async def test_cancelling_the_supervisor_stops_the_child_without_a_restart_or_a_
             nursery.cancel_scope.cancel()
     assert child.stopped == 1 and len(child.starts) == 1
     assert sup.restarts == {} and logs == []
+
+
+async def test_a_permanent_error_is_raised_alone_at_once_while_a_transient_one_is_restarted(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async def script(n: int, task_status: Any) -> None:
+        task_status.started()
+        if n == 1:
+            raise OSError("a passing failure")  # restarted, as before
+        async with trio.open_nursery() as inner:  # the second failure, among siblings
+            inner.start_soon(trio.sleep_forever)
+            raise ConfigError("127.0.0.1:8765 is already in use", setting="http.port")
+
+    child = Scripted(script)
+    sup = Supervisor()
+    # Only the test's own nursery wraps it: the supervisor raises the error itself, not a group
+    # of its child's nursery nor SupervisorGaveUp.
+    with structlog.testing.capture_logs() as logs, trio.fail_after(60), pytest.RaisesGroup(ConfigError) as info:
+        async with trio.open_nursery() as nursery:
+            await sup.start(nursery, ChildSpec("http", child))
+    assert len(child.starts) == 2 and sup.restarts == {"http": 1}
+    error = info.value.exceptions[0]
+    assert isinstance(error, ConfigError) and error.setting == "http.port"
+    assert [e["error"] for e in logs] == ["OSError: a passing failure"]  # the permanent one: not logged
+
+
+async def test_a_permanent_error_before_the_first_started_is_raised_from_start(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async def script(n: int, task_status: Any) -> None:
+        raise ConfigError("cannot write session logs", setting="session_log.dir")
+
+    child = Scripted(script)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(ConfigError, match="session logs"):
+                await Supervisor().start(nursery, ChildSpec("session-log", child, restart="transient"))
+    assert len(child.starts) == 1
