@@ -2,7 +2,9 @@
 
 `build` wires the pieces without doing I/O; `serve_stdio` runs them until stdin closes or a
 SIGINT/SIGTERM arrives, then lets in-flight requests finish within the grace period,
-cancels what is left, flushes the session log and returns 0.
+cancels what is left, flushes the session log and returns 0. A `ConfigError` an actor finds
+while starting (a port in use, a log folder it cannot write) propagates out of both, for the
+command line to print as one line.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from specactor.actors.session_log import Flush, SessionLogActor
 from specactor.actors.stdio import StdioFds, StdioTransport
 from specactor.actors.storage import StorageActor
 from specactor.actors.supervisor import ChildSpec, Supervisor
-from specactor.config import Config
+from specactor.config import Config, ConfigError
 from specactor.logsetup import get_logger
 from specactor.protocol.registry import Registry
 from specactor.protocol.server import ServerCore
@@ -63,9 +65,19 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
     runtime = TrioRuntime(config.worker_threads)
     metrics = MetricsActor()
     storage = StorageActor(config.root_path, use_log=config.storage_log)
-    session_log = SessionLogActor(config.session_log_dir, max_entry_bytes=config.session_log.max_entry_bytes)
-    services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime)
     registry = Registry(config.toolsets)
+
+    def redacted(tool: str) -> bool:
+        """The memory toolset's tools; any tool, before the toolsets are registered (a call may
+        be logged before its tool is known: better hidden than leaked)."""
+        entry = registry.tools.get(tool)  # read on the log's worker thread: a dict lookup is atomic
+        return entry.toolset == "memory" if entry is not None else not dispatcher.registry_ready.is_set()
+
+    logs = config.session_log
+    session_log = SessionLogActor(config.session_log_dir, max_entry_bytes=logs.max_entry_bytes,
+                                  max_age_days=logs.max_age_days, max_total_bytes=logs.max_total_bytes,
+                                  redacts=redacted if logs.redact_memory else None)
+    services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime)
     core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,
@@ -189,9 +201,8 @@ async def serve_http(app: App) -> int:
 
     cfg = app.config.http
     if not is_loopback(cfg.host) and not cfg.token:
-        log.error("refusing to bind a non-loopback address without a bearer token; set SPECACTOR_HTTP_TOKEN "
-                  "(or http.token)", host=cfg.host)
-        return 2
+        raise ConfigError(f"{cfg.host} is not a loopback address, and binding one needs a bearer token: set "
+                          "SPECACTOR_HTTP_TOKEN (or http.token)", setting="http.host")
     transport = HttpTransport(app)
     async with trio.open_nursery() as root:
         await start_actors(app, root)
