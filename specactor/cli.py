@@ -2,12 +2,15 @@
 
 `specactor serve` serves MCP over stdio (`--http` once the HTTP transport is installed),
 `specactor demo` shows the server at work, `specactor --version` prints the version.
-Exit status: 0 on a clean stop, 2 for a configuration error, 1 when the server failed.
+Exit status: 0 on a clean stop, 2 for a configuration error (one line on stderr, naming the
+setting and where it came from, whether found while reading the settings or while starting),
+1 when the server failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,33 +18,57 @@ from typing import Any
 import trio
 
 from specactor import __version__, logsetup
-from specactor.config import TOOLSETS, Config, ConfigError, load
+from specactor.config import TOOLSETS, Config, ConfigError, Settings, Sources, load_settings
 from specactor.logsetup import get_logger
 
 log = get_logger("specactor.cli")
+
+
+SERVE = """Serve MCP to an assistant. On stdio (the default) the assistant starts this command
+itself and speaks JSON-RPC on its stdin and stdout; with --http it serves Streamable HTTP at
+http://HOST:PORT/mcp. Flags win over SPECACTOR_* environment variables, which win over the
+settings file; docs/configuration.md lists every setting. Exit status: 0 after a clean stop,
+2 for a configuration error (one line on stderr), 1 when the server failed."""
+DEMO = """Start `specactor serve` on a temporary workspace and drive it with the official MCP client
+(the `mcp` package of the [dev] extra): the handshake, the lists, a few tool calls and their
+replies, printed as a readable transcript. Its memory store lives in the temporary folder."""
+TTY = ("specactor: waiting for an MCP client on stdin/stdout (an assistant starts this command itself). "
+       "Ctrl-D or Ctrl-C quits; `specactor demo` (or `just demo` in a clone) shows it at work.")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specactor", description="An MCP server for spec-driven development.")
     parser.add_argument("--version", action="version", version=f"specactor {__version__}")
     sub = parser.add_subparsers(dest="command")
-    serve = sub.add_parser("serve", help="serve MCP on stdio (the default) or HTTP")
+    serve = sub.add_parser("serve", help="serve MCP on stdio (the default) or HTTP", description=SERVE)
     add_server_flags(serve)
-    sub.add_parser("demo", help="start a server on a temporary workspace and drive it with the official client")
+    sub.add_parser("demo", help="start a server on a temporary workspace and drive it with the official client",
+                   description=DEMO)
     return parser
 
 
 def add_server_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", help="workspace root (default: the current directory)")
-    parser.add_argument("--config", help="a TOML or YAML settings file (default: <root>/.specactor/config.toml)")
-    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error", "critical"])
-    parser.add_argument("--debug", action="store_true", default=None, help="debug logs and the resolved settings")
-    parser.add_argument("--toolsets", help=f"comma-separated toolsets to enable ({', '.join(TOOLSETS)})")
-    parser.add_argument("--no-session-log", action="store_true", default=None, help="do not write JSONL session logs")
-    parser.add_argument("--session-log-dir", help="where session logs go (default: <root>/.specactor/logs)")
-    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
-    parser.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="HTTP port (default 8765)")
+    parser.add_argument("--root", help="the workspace: an existing folder, the repository the assistant works "
+                        "in (default: the current directory; env SPECACTOR_ROOT)")
+    parser.add_argument("--config", metavar="FILE", help="a TOML or YAML settings file (default: "
+                        "<root>/.specactor/config.toml, .yaml or .yml; env SPECACTOR_CONFIG)")
+    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error", "critical"],
+                        help="the least severe JSON log line written to stderr (default: info; env "
+                        "SPECACTOR_LOG_LEVEL)")
+    parser.add_argument("--debug", action="store_true", default=None,
+                        help="debug logs, and the resolved settings (secrets masked) at start-up")
+    parser.add_argument("--toolsets", metavar="A,B", help=f"comma-separated toolsets to enable, at least one of "
+                        f"{', '.join(TOOLSETS)} (default: openspec,airsspec,memory; env SPECACTOR_TOOLSETS)")
+    parser.add_argument("--no-session-log", action="store_true", default=None,
+                        help="write no JSONL session logs (env SPECACTOR_SESSION_LOG=false)")
+    parser.add_argument("--session-log-dir", metavar="DIR", help="where session logs go (default: "
+                        "<root>/.specactor/logs; env SPECACTOR_SESSION_LOG_DIR)")
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP at /mcp instead of stdio "
+                        "(needs the [http] extra)")
+    parser.add_argument("--host", help="the HTTP bind address (default: 127.0.0.1; a non-loopback one needs "
+                        "SPECACTOR_HTTP_TOKEN; env SPECACTOR_HTTP_HOST)")
+    parser.add_argument("--port", type=int, help="the HTTP port, 0 for any free one (default: 8765; env "
+                        "SPECACTOR_HTTP_PORT)")
 
 
 def flags_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -51,7 +78,7 @@ def flags_of(args: argparse.Namespace) -> dict[str, Any]:
     for attr, key in pairs.items():
         if getattr(args, attr, None) is not None:
             flags[key] = getattr(args, attr)
-    if getattr(args, "toolsets", None):
+    if getattr(args, "toolsets", None) is not None:  # an empty list is an error, not "the default"
         flags["toolsets"] = [t.strip() for t in args.toolsets.split(",") if t.strip()]
     if getattr(args, "no_session_log", None):
         flags["session_log.enabled"] = False
@@ -63,20 +90,30 @@ def flags_of(args: argparse.Namespace) -> dict[str, Any]:
 
 def resolve(args: argparse.Namespace) -> Config | None:
     """Load and announce the settings; None (after printing why) when they are invalid."""
+    settings = resolve_settings(args)
+    return None if settings is None else settings.config
+
+
+def resolve_settings(args: argparse.Namespace) -> Settings | None:
+    """`resolve`, keeping where each setting came from for errors found while starting."""
     try:
-        config = load(flags_of(args), config_file=getattr(args, "config", None))
+        settings = load_settings(flags_of(args), config_file=getattr(args, "config", None))
     except ConfigError as err:
         print(f"specactor: {err}", file=sys.stderr)
         return None
-    logsetup.configure(config.log_level)
-    if config.debug:
-        log.debug("resolved configuration", config=config.redacted())
-    return config
+    logsetup.configure(settings.config.log_level)
+    if settings.config.debug:
+        log.debug("resolved configuration", config=settings.config.redacted())
+    return settings
 
 
 def run_server(config: Config, http: bool, extra: Callable[..., None] | None = None, *,
-               name: str | None = None) -> int:
-    """Build the app and serve it on stdio or HTTP; the process's exit status."""
+               name: str | None = None, sources: Sources | None = None) -> int:
+    """Build the app and serve it on stdio or HTTP; the process's exit status.
+
+    A `ConfigError` found while starting (a port in use, a log folder that cannot be written)
+    is printed as one line naming the setting and, given `sources`, where it came from: 2.
+    """
     from specactor import app as application
 
     kwargs = {"name": name} if name else {}
@@ -94,6 +131,8 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
             return status
         from specactor.actors.stdio import StdioFds
 
+        if os.isatty(0):  # a person, not an assistant: say what the silence means (never on stdout)
+            print(TTY, file=sys.stderr, flush=True)
         fds = StdioFds.claim()
         return trio.run(application.serve_stdio, built, fds)
     except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C during shutdown
@@ -102,6 +141,11 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
         from specactor.actors.supervisor import describe, root_cause
 
         cause = root_cause(exc)
+        if isinstance(cause, ConfigError):
+            if cause.source is None and cause.setting is not None and sources is not None:
+                cause.source = sources.of(cause.setting)
+            print(f"specactor: {cause}", file=sys.stderr, flush=True)
+            return 2
         log.critical("specactor failed", error=describe(cause))
         return 1
 
@@ -109,8 +153,10 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        config = resolve(args)
-        return 2 if config is None else run_server(config, bool(args.http))
+        settings = resolve_settings(args)
+        if settings is None:
+            return 2
+        return run_server(settings.config, bool(args.http), sources=settings.sources)
     if args.command == "demo":
         from specactor.demo import main as demo_main
 

@@ -10,8 +10,10 @@ stream when notifications come first. Closing a request's stream cancels it. `/h
 
 from __future__ import annotations
 
+import errno
 import hmac
 import secrets
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,6 +27,8 @@ from hypercorn.trio import serve
 from specactor.actors.dispatcher import Job
 from specactor.actors.peer import PeerLink, Pending
 from specactor.actors.prometheus import exposition
+from specactor.actors.supervisor import root_cause
+from specactor.config import ConfigError
 from specactor.logsetup import get_logger
 from specactor.protocol import http_rules as rules
 from specactor.protocol import versions as v
@@ -152,10 +156,35 @@ class HttpTransport:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery  # where listen-stream notifications are sent from
             app: Any = self.asgi
-            self.binds = await nursery.start(lambda task_status: serve(
-                app, config, shutdown_trigger=self.stopping.wait, task_status=task_status))
+            try:
+                self.binds = await nursery.start(lambda task_status: serve(
+                    app, config, shutdown_trigger=self.stopping.wait, task_status=task_status))
+            except BaseException as exc:
+                error = self._bind_error(exc)
+                if error is None:
+                    raise
+                raise error from None  # the setting is the whole story; hypercorn's frames are noise
             nursery.start_soon(self._reap)
             task_status.started()
+
+    def _bind_error(self, exc: BaseException) -> ConfigError | None:
+        """A failure to bind that only another host or port can fix, as a `ConfigError`."""
+        cause = root_cause(exc)
+        where = f"{self.cfg.host}:{self.cfg.port}"
+        if isinstance(cause, socket.gaierror):
+            return ConfigError(f"{self.cfg.host!r} is not an address this machine can resolve ({cause.strerror})",
+                               setting="http.host")
+        if not isinstance(cause, OSError):
+            return None
+        if cause.errno == errno.EADDRINUSE:
+            return ConfigError(f"{where} is already in use (another server listens there); choose another port "
+                               "with --port or SPECACTOR_HTTP_PORT", setting="http.port")
+        if cause.errno == errno.EADDRNOTAVAIL:
+            return ConfigError(f"{self.cfg.host} is not an address of this machine", setting="http.host")
+        if cause.errno == errno.EACCES:
+            return ConfigError(f"binding {where} is not permitted (ports below 1024 need privileges)",
+                               setting="http.port")
+        return None
 
     async def _reap(self) -> None:
         every = min(30.0, self.cfg.session_idle_timeout / 4)
