@@ -3,7 +3,8 @@
 `*` matches within one path segment, `?` one character, `[abc]`/`[!abc]` a class, `{a,b}` either
 alternative, and `**` any number of whole segments (`src/**/*.py`, `docs/**`). A glob without
 `/` matches the file name at any depth, as in `.gitignore` (`*.py` is every Python file).
-Paths are compared as given, `/`-separated, with a leading `./` ignored.
+Paths are compared as given, `/`-separated, with a leading `./` ignored. A glob becomes an RE2
+regex (patterns.py): `*a*a*a*b` against a long path would take Python's `re` hours.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
+
+from specactor.domain.knowledge.patterns import Refused, Regex, regex
 
 
 class BadGlob(ValueError):
@@ -62,31 +65,42 @@ def _translate(glob: str) -> str:
     return "".join(out)
 
 
+def _compiled(glob: str, text: str) -> Regex:
+    compiled = regex(text, "s")  # `s`: re.DOTALL, as globs have always been matched
+    if isinstance(compiled, Refused):
+        raise BadGlob(f"glob {glob!r} is not valid: {compiled.reason}")
+    return compiled
+
+
 @lru_cache(maxsize=4096)
-def compile_glob(glob: str) -> re.Pattern[str]:
+def compile_glob(glob: str) -> Regex:
     """The glob as a compiled regex matched with `fullmatch` against a normalised path.
 
     Raises:
-        BadGlob: an unclosed `[` or `{`, or an empty glob.
+        BadGlob: an unclosed `[` or `{`, an empty glob, or a class RE2 refuses (`[z-a]`).
     """
     text = glob.strip().removeprefix("./")
     if not text:
         raise BadGlob("an empty glob matches nothing")
     anywhere = "/" not in text.rstrip("/")
     body = _translate(text.lstrip("/"))
-    try:
-        return re.compile(("(?:.*/)?" if anywhere else "") + body, re.DOTALL)
-    except re.error as err:
-        raise BadGlob(f"glob {glob!r} is not valid: {err}") from None
+    return _compiled(glob, ("(?:.*/)?" if anywhere else "") + body)
 
 
 def normalise(path: str) -> str:
     return path.removeprefix("./")
 
 
+def _plain(text: str) -> bool:
+    return not any(c in "*?[{" for c in text)
+
+
 @lru_cache(maxsize=4096)
 def matcher(glob: str) -> Callable[[str], bool]:
     """A fast test of a normalised path: a glob without `/` only looks at the file name.
+
+    The commonest globs (`*.py`, `src/**`, a plain name) are string tests: a call into RE2 costs
+    0.7 µs more than one into `re`, and a check makes one per file per glob (9,000 in the bench's).
 
     Raises:
         BadGlob: as `compile_glob`.
@@ -94,10 +108,16 @@ def matcher(glob: str) -> Callable[[str], bool]:
     compile_glob(glob)  # validates
     text = glob.strip().removeprefix("./")
     if "/" not in text.rstrip("/"):
-        name = re.compile(_translate(text), re.DOTALL)
-        return lambda path: name.fullmatch(path.rpartition("/")[2]) is not None
-    full = compile_glob(glob)
-    return lambda path: full.fullmatch(path) is not None
+        if "/" not in text and _plain(text.removeprefix("*")):
+            rest = text.removeprefix("*")  # no `/`: the path ends so exactly when its name does
+            return (lambda path: path.endswith(rest)) if text.startswith("*") else \
+                (lambda path: path.rpartition("/")[2] == text)
+        name = _compiled(glob, _translate(text))
+        return lambda path: name.fullmatch(path.rpartition("/")[2])
+    rooted = text.lstrip("/")
+    if rooted.endswith("/**") and _plain(rooted[:-3]):
+        return lambda path: path.startswith(rooted[:-2])
+    return compile_glob(glob).fullmatch
 
 
 def matches(glob: str, path: str) -> bool:
