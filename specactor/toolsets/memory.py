@@ -194,8 +194,9 @@ def register(registry: Registry, services: Services) -> None:
             items = snap.binding(settings.identifiers(ctx))
         files = [(f.path, f.content) for f in args.files] if args.files is not None else None
         deps = [(d.name, d.version) for d in args.dependencies] if args.dependencies is not None else None
-        passed, violations, counts = await services.runtime.run_sync(check, items, files, deps, args.min_severity)
-        return k.KnowledgeCheckOut(passed=passed, violations=violations, summary=counts, problems=snap.problems)
+        found = await services.runtime.run_sync(check, items, files, deps, args.min_severity)
+        return k.KnowledgeCheckOut(passed=found.passed, violations=found.violations, summary=found.summary,
+                                   problems=snap.problems, invalid_constraints=found.invalid)
 
     @registry.tool("sync_now", description="Sync knowledge into pointer memories: a delta from git since the last "
                    "synced commit, or everything with force.", input=k.SyncNowIn, output=k.SyncNowOut,

@@ -74,9 +74,10 @@ def rule(operator: str, target: str, pattern: str, applies_to: list[str] | None 
 def test_every_operator_on_every_target_gives_the_golden_violations(
         operator: str, target: str, pattern: str, applies_to: list[str] | None,
         expected: list[tuple[str | None, int | None]]) -> None:
-    passed, violations, counts = check([holder(rule(operator, target, pattern, applies_to))], FILES, DEPS, "info")
+    passed, violations, counts, invalid = check([holder(rule(operator, target, pattern, applies_to))], FILES, DEPS,
+                                                "info")
     got = [(v.location.file, v.location.line) if v.location else NOWHERE for v in violations]
-    assert got == expected
+    assert got == expected and invalid == []
     assert passed and counts.warn == len(expected)
     assert all(v.constraint.operator == operator and v.constraint.pattern == pattern for v in violations)
 
@@ -96,7 +97,7 @@ def test_a_constraint_whose_input_was_not_given_is_not_evaluated() -> None:
 
 def test_the_reference_mysql2_example_comes_out_exactly() -> None:
     adr = parse_item("company/adrs/adr-042-database-selection.md", ADR_042.encode())
-    passed, violations, summary = check([adr], None, [("mysql2", "3.0.0")])
+    passed, violations, summary, _ = check([adr], None, [("mysql2", "3.0.0")])
     assert passed is False
     assert msgspec.to_builtins(violations) == [{
         "knowledgeItemId": "adr-042-database-selection",
@@ -112,7 +113,7 @@ def test_the_adr_with_its_must_use_constraint_as_well_reports_both_blocks() -> N
     # The reference's 03 spells ADR-042 with a second block constraint (must_use postgresql|pg|postgres);
     # evaluated literally against [mysql2] it is violated too. We pin the literal behaviour.
     adr = parse_item("company/adrs/adr-042-database-selection.md", ADR_042_BOTH.encode())
-    passed, violations, summary = check([adr], None, [("mysql2", "3.0.0")])
+    passed, violations, summary, _ = check([adr], None, [("mysql2", "3.0.0")])
     assert not passed and [v.constraint.operator for v in violations] == ["must_not_use", "must_use"]
     assert msgspec.to_builtins(summary) == {"info": 0, "warn": 0, "block": 2}
     assert check([adr], None, [("pg", "8")])[0] is True
@@ -126,7 +127,7 @@ severities = st.sampled_from(["info", "warn", "block"])
 @given(content=lines, word=st.sampled_from(["alpha", "beta", "gamma"]))
 def test_must_not_match_reports_each_line_that_matches(content: list[str], word: str) -> None:
     text = "\n".join(content)
-    _, violations, _ = check([holder(rule("must_not_match", "code", word))], [("f.txt", text)], None, "info")
+    _, violations, _, _ = check([holder(rule("must_not_match", "code", word))], [("f.txt", text)], None, "info")
     assert [v.location.line for v in violations if v.location] == [
         i for i, line in enumerate(content, start=1) if word in line]
 
@@ -137,8 +138,8 @@ def test_passed_means_no_block_and_min_severity_only_filters_the_list(content: l
     words = ["alpha", "beta", "gamma", "x=1"]
     item = holder(*[rule("must_not_match", "code", words[i % 4], severity=s) for i, s in enumerate(sevs)])
     files = [("f.txt", "\n".join(content))]
-    passed, everything, counts = check([item], files, None, "info")
-    passed2, some, counts2 = check([item], files, None, floor)  # type: ignore[arg-type]
+    passed, everything, counts, _ = check([item], files, None, "info")
+    passed2, some, counts2, _ = check([item], files, None, floor)  # type: ignore[arg-type]
     assert passed == passed2 == (counts.block == 0) == all(v.severity != "block" for v in everything)
     assert counts == counts2 and counts.info + counts.warn + counts.block == len(everything)
     rank = {"info": 0, "warn": 1, "block": 2}
@@ -149,6 +150,6 @@ def test_passed_means_no_block_and_min_severity_only_filters_the_list(content: l
        glob=st.sampled_from(["*.py", "src/**", "src/*.py", "**/*.ts", "docs/**", "nothing"]))
 def test_applies_to_only_narrows_what_a_prohibition_reports(paths: list[str], glob: str) -> None:
     files = [(p, "forbidden\n") for p in paths]
-    _, wide, _ = check([holder(rule("must_not_use", "code", "forbidden"))], files, None)
-    _, narrow, _ = check([holder(rule("must_not_use", "code", "forbidden", [glob]))], files, None)
+    _, wide, _, _ = check([holder(rule("must_not_use", "code", "forbidden"))], files, None)
+    _, narrow, _, _ = check([holder(rule("must_not_use", "code", "forbidden", [glob]))], files, None)
     assert {v.location.file for v in narrow if v.location} <= {v.location.file for v in wide if v.location}

@@ -41,7 +41,7 @@ def test_the_id_defaults_to_the_file_name_and_the_summary_to_the_first_paragraph
     ("---\ntitle: x\nstatus: accepted\nlayer: team\n---\n", "'layer' is 'team'"),
     ("---\nid: bad id!\ntitle: x\nstatus: accepted\n---\n", "'id'"),
     ("---\ntitle: x\nstatus: accepted\n---\n## Constraints\n```yaml\n- operator: must_match\n  target: code\n"
-     "  pattern: '(unclosed'\n```\n", "does not compile"),
+     "  pattern: x\n  appliesTo: ['{unclosed']\n```\n", "does not compile"),
     ("---\ntitle: x\nstatus: accepted\n---\n## Constraints\n```yaml\n- operator: must_fly\n  target: code\n"
      "  pattern: x\n```\n", "constraint 1: 'operator'"),
     ("---\ntitle: x\nstatus: accepted\n---\n## Constraints\n```yaml\n- operator: must_use\n  target: file\n"

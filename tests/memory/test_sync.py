@@ -96,7 +96,7 @@ async def test_force_rewrites_every_pointer(client: MemoryClient, repo: Repo) ->
 async def test_a_bad_item_fails_alone_and_is_retried_once_fixed(client: MemoryClient, repo: Repo, env: Path) -> None:
     repo.write("company/adrs/good.md", item("adr-good", "Good"))
     repo.write("company/adrs/bad.md", "---\ntitle: Bad\nstatus: accepted\n---\n## Constraints\n```yaml\n"
-                                      "- {operator: must_match, target: code, pattern: '(oops'}\n```\n")
+                                      "- {operator: must_exist, target: file, pattern: '[oops'}\n```\n")
     repo.commit()
     result = await ok(client, "sync_now", {})
     assert stats(result) == (1, 0, 0, 0)

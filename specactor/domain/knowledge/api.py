@@ -159,6 +159,18 @@ class Violation(_Out):
     location: Location | None = None
 
 
+class InvalidConstraint(_Out):
+    """A constraint that cannot be evaluated (RE2 refuses its regex, or a glob does not parse).
+
+    It is skipped, with RE2's reason; the item's other constraints are still checked.
+    """
+
+    knowledge_item_id: str
+    file: str
+    constraint: ViolatedConstraint
+    reason: str
+
+
 class SeverityCounts(msgspec.Struct, kw_only=True):
     info: int = 0
     warn: int = 0
@@ -170,6 +182,7 @@ class KnowledgeCheckOut(_Out):
     violations: list[Violation]
     summary: SeverityCounts
     problems: list[Problem] = []
+    invalid_constraints: list[InvalidConstraint] = []
 
 
 class SyncNowIn(_In):

@@ -18,22 +18,26 @@ not evaluated.
 | must_not_use, must_not_exist, must_not_match | a thing matches | match (with its file and line) |
 | must_match | a thing does not match | thing |
 
-Regexes use Python syntax with `re.MULTILINE`. `passed` is false exactly when some violation has
-severity block; `summary` counts every violation found, `minSeverity` only filters the list.
+Regexes use Python syntax with `re.MULTILINE`, run by RE2 in linear time (patterns.py). A
+constraint RE2 refuses (a backreference, a lookaround, a syntax error), or whose glob does not
+parse, is skipped and reported in `invalid`; the rest are evaluated as usual. `passed` is false
+exactly when some violation has severity block; `summary` counts every violation found,
+`minSeverity` only filters the list.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Final
+from typing import Final, NamedTuple
 
 from specactor.domain.knowledge.api import (
     SEVERITY_RANK,
     Constraint,
+    InvalidConstraint,
     Item,
     Location,
     Severity,
@@ -41,7 +45,8 @@ from specactor.domain.knowledge.api import (
     ViolatedConstraint,
     Violation,
 )
-from specactor.domain.knowledge.globs import matcher, normalise
+from specactor.domain.knowledge.globs import BadGlob, matcher, normalise
+from specactor.domain.knowledge.patterns import Refused, Regex, encode, regex
 
 CONFIG_SUFFIXES: Final = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env",
                                     ".properties"})
@@ -151,6 +156,7 @@ class Source:
 
     path: str
     content: str
+    _data: bytes | None = None
     _lines: list[int] | None = None
     _imports: Sequence[tuple[str, int]] | None = None
 
@@ -159,9 +165,17 @@ class Source:
         suffix = name[name.rfind("."):].lower() if "." in name[1:] else ""
         self.is_config = suffix in CONFIG_SUFFIXES or name.startswith(".env")
 
+    @property
+    def data(self) -> bytes:
+        """The content as the UTF-8 bytes a `Regex` searches, encoded once for every constraint."""
+        if self._data is None:
+            self._data = encode(self.content)
+        return self._data
+
     def line_of(self, offset: int) -> int:
+        """The line holding byte `offset` of `data`."""
         if self._lines is None:
-            self._lines = [m.start() for m in re.finditer("\n", self.content)]
+            self._lines = [m.start() for m in re.finditer(b"\n", self.data)]
         return bisect.bisect_left(self._lines, offset) + 1
 
     def imports(self) -> Sequence[tuple[str, int]]:
@@ -212,38 +226,55 @@ def _found(c: Constraint, ws: Workspace) -> tuple[bool, list[Thing]]:
 
 def _things(c: Constraint, ws: Workspace) -> tuple[bool, Iterator[Thing]]:
     """Whether the constraint's input was supplied, and each thing with the hits the pattern has in it."""
+    rx = regex(c.pattern) if c.target != "file" else None
+    if isinstance(rx, Refused):
+        return False, iter(())  # `check` reports it; `refusal` says why
     if c.target == "dependency":
-        if ws.dependencies is None:
+        if ws.dependencies is None or rx is None:
             return False, iter(())
-        rx = re.compile(c.pattern, re.MULTILINE)
         return True, ((None, name, [(None, name)] if rx.fullmatch(name) else []) for name, _ in ws.dependencies)
     files = ws.applicable(c.applies_to)
     if not files:
         return False, iter(())
-    if c.target == "file":
+    if rx is None:  # the file target: its pattern is a glob
         test = matcher(c.pattern)
         return True, ((Location(file=f.path), f.path, [(Location(file=f.path), f.path)] if test(f.path) else [])
                       for f in files)
-    rx = re.compile(c.pattern, re.MULTILINE)
     if c.target == "import":
         return True, ((Location(file=f.path, line=line), name,
-                       [(Location(file=f.path, line=line), name)] if rx.fullmatch(name) else [])
-                      for f in files for name, line in f.imports())
+                       [(Location(file=f.path, line=line), name)] if matches(name) else [])
+                      for matches in [_remembered(rx.fullmatch)] for f in files for name, line in f.imports())
     chosen = [f for f in files if f.is_config] if c.target == "config" else files
     return bool(chosen), ((Location(file=f.path), f.path, _content_hits(rx, f)) for f in chosen)
 
 
-def _content_hits(rx: re.Pattern[str], f: Source) -> list[Hit]:
+def _remembered(test: Callable[[str], bool]) -> Callable[[str], bool]:
+    """`test`, asked once per distinct name: the same few modules are imported file after file."""
+    known: dict[str, bool] = {}
+
+    def remembered(name: str) -> bool:
+        found = known.get(name)
+        if found is None:
+            found = known[name] = test(name)
+        return found
+
+    return remembered
+
+
+def _content_hits(rx: Regex, f: Source) -> list[Hit]:
     literal = required_literal(rx.pattern)
-    if (literal is not None and literal not in f.content) or rx.search(f.content) is None:
-        return []  # the common case: no match, and no line numbers needed
+    if literal is not None and literal not in f.content:
+        return []  # the common case: no match, and not even the bytes needed
+    data = f.data
     hits: list[Hit] = []
     seen: set[int] = set()
-    for m in rx.finditer(f.content):
-        line = f.line_of(m.start())
+    for start, end in rx.spans(data):
+        line = f.line_of(start)
         if line not in seen:
             seen.add(line)
-            hits.append((Location(file=f.path, line=line), m.group(0)[:200]))
+            # 200 characters take at most 800 bytes; a cut character lands past the 200th
+            hits.append((Location(file=f.path, line=line), data[start:min(end, start + 800)].decode(
+                "utf-8", "replace")[:200]))
     return hits
 
 
@@ -251,8 +282,22 @@ def _describe(c: Constraint, what: str) -> str:
     return f"{c.operator} {c.target} '{c.pattern}': {what}"
 
 
+def refusal(c: Constraint) -> str | None:
+    """Why `c` cannot be evaluated (RE2 refuses its regex, a glob does not parse), or None when it can."""
+    try:
+        for glob in c.applies_to or ():
+            matcher(glob)
+        if c.target == "file":
+            matcher(c.pattern)
+            return None
+    except BadGlob as err:
+        return str(err)
+    compiled = regex(c.pattern)
+    return compiled.reason if isinstance(compiled, Refused) else None
+
+
 def evaluate(item: Item, c: Constraint, ws: Workspace) -> list[tuple[Location | None, str]]:
-    """The violations of one constraint: (location, message) pairs."""
+    """The violations of one constraint: (location, message) pairs; none when `refusal(c)` has a reason."""
     supplied, things = _found(c, ws)
     if not supplied:
         return []
@@ -266,17 +311,37 @@ def evaluate(item: Item, c: Constraint, ws: Workspace) -> list[tuple[Location | 
     return [(where, c.message or _describe(c, f"found '{text}'")) for _, _, hits in things for where, text in hits]
 
 
+class Checked(NamedTuple):
+    """What `check` found: whether it passed, the reported violations, counts of all, the skipped."""
+
+    passed: bool
+    violations: list[Violation]
+    summary: SeverityCounts
+    invalid: list[InvalidConstraint]
+
+
 def check(items: Iterable[Item], files: Sequence[tuple[str, str]] | None,
           dependencies: Sequence[tuple[str, str | None]] | None,
-          min_severity: Severity = "warn") -> tuple[bool, list[Violation], SeverityCounts]:
-    """Evaluate every constraint of `items`; returns (passed, reported violations, counts of all)."""
+          min_severity: Severity = "warn") -> Checked:
+    """Evaluate every constraint of `items`, skipping (and listing) those `refusal` turns down.
+
+    Never raises for a pattern: a knowledge repository is shared input, and one bad constraint
+    must not stop the others from being checked.
+    """
     ws = Workspace([Source(normalise(p), c) for p, c in files] if files is not None else None,
                    list(dependencies) if dependencies is not None else None)
     floor = SEVERITY_RANK[min_severity]
     tally = dict.fromkeys(SEVERITY_RANK, 0)
     reported: list[Violation] = []
+    invalid: list[InvalidConstraint] = []
     for item in items:
         for c in item.constraints or ():
+            reason = refusal(c)
+            if reason is not None:
+                invalid.append(InvalidConstraint(knowledge_item_id=item.id, file=item.path, reason=reason,
+                                                 constraint=ViolatedConstraint(operator=c.operator, target=c.target,
+                                                                               pattern=c.pattern)))
+                continue
             found = evaluate(item, c, ws)
             if not found:
                 continue
@@ -287,4 +352,4 @@ def check(items: Iterable[Item], files: Sequence[tuple[str, str]] | None,
                                           severity=c.severity, message=message, location=location)
                                 for location, message in found)
     counts = SeverityCounts(**tally)
-    return counts.block == 0, reported, counts
+    return Checked(counts.block == 0, reported, counts, invalid)

@@ -3,8 +3,9 @@
 Items live under `company/`, `orgs/<orgId>/`, `teams/<teamId>/` and `projects/<projectId>/`
 (the path decides the layer and its scope; other `.md` files, README.md and names starting with
 `.` or `_` are not items). A file that cannot be read as an item (bad YAML, a missing title, an
-unknown status, a constraint whose regex or glob does not compile) becomes a `Problem` naming
-the file and the reason; it never stops the other items from loading.
+unknown status, a constraint glob that does not parse) becomes a `Problem` naming the file and
+the reason; it never stops the other items from loading. A regex is left to the engine that runs
+it: knowledge_check reports one RE2 refuses and still checks the item's other constraints.
 
     ---
     id: adr-042-database-selection       # default: the file name without .md
@@ -174,13 +175,9 @@ def parse_constraint(raw: Any, index: int, default_severity: str) -> Constraint:
     except ItemError as err:
         raise ItemError(f"{where}: {err}") from None
     try:
-        if target == "file":
-            compile_glob(pattern)
-        else:
-            re.compile(pattern, re.MULTILINE)
-        for glob in applies_to or ():
+        for glob in ([pattern] if target == "file" else []) + (applies_to or []):
             compile_glob(glob)
-    except (re.error, BadGlob) as err:
+    except BadGlob as err:
         raise ItemError(f"{where}: pattern {pattern!r} does not compile: {err}") from None
     return msgspec.convert({"operator": operator, "target": target, "pattern": pattern, "severity": severity,
                             "appliesTo": applies_to, "message": message}, Constraint)
