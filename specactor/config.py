@@ -284,6 +284,8 @@ class Sources:
 
 @dataclass(frozen=True)
 class Settings:
+    """The resolved settings and where each came from (`load_settings`)."""
+
     config: Config
     sources: Sources
 
@@ -330,7 +332,8 @@ def _check(config: Config, merged: dict[str, Any], sources: Sources) -> None:
     """What decoding cannot see: values that only make sense together or against the disk."""
     for key, value in _leaves(merged):
         if isinstance(value, str) and "${" in value:
-            raise ConfigError(f"{value!r} holds a ${{…}} that the program which started specactor did not "
+            shown = "the value" if key.endswith(("api_key", "token")) else repr(value)  # never echo a secret
+            raise ConfigError(f"{shown} holds a ${{…}} that the program which started specactor did not "
                               "expand; write the value itself", setting=key, source=sources.of(key))
     if not config.toolsets:
         raise ConfigError(f"no toolset is enabled; name at least one of {', '.join(TOOLSETS)}",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import hashlib
 import os
 import re
 import time
@@ -173,8 +174,6 @@ class Abridger:
         if what == "redact":
             frame["result"] = {"redacted": True, "isError": bool(result.get("isError", False))}
             return msgspec.json.encode(frame)
-        import hashlib  # only when a list is logged: it costs ~2 ms at import
-
         items = result.get(LISTS[what])
         digest: dict[str, Any] = {"method": what, "count": len(items) if isinstance(items, list) else 0,
                                   "bytes": len(raw), "sha256": hashlib.sha256(msgspec.json.encode(result)).hexdigest()}
