@@ -125,7 +125,7 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
                 import prometheus_client  # noqa: F401
             except ModuleNotFoundError as err:
                 print(f"specactor: the HTTP transport needs the [http] extra ({err.name} is missing): "
-                      "pip install 'specactor[http]'", file=sys.stderr)
+                      "from a clone of specactor, pip install '.[http]'", file=sys.stderr)
                 return 2
             status: int = trio.run(application.serve_http, built)
             return status
