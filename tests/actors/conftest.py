@@ -1,7 +1,12 @@
-"""Fixtures the storage tests share: a workspace root, and a storage actor running on it."""
+"""Fixtures the storage tests share: a workspace root, and a storage actor running on it.
+
+`SPECACTOR_REPEAT=N` runs every test of the modules in `REPEATED` N times (CI's slow job uses it
+to show a timing-dependent failure is gone, not just rarer); unset, each runs once.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,6 +16,15 @@ import trio
 from specactor.actors import storage as storage_module
 from specactor.actors import wal
 from specactor.actors.storage import StorageActor
+
+REPEATED = frozenset({"tests.actors.test_wal_recovery"})
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    repeat = int(os.environ.get("SPECACTOR_REPEAT") or 1)
+    if repeat > 1 and metafunc.module.__name__ in REPEATED:
+        metafunc.fixturenames.append("repeat_round")
+        metafunc.parametrize("repeat_round", range(repeat), ids=lambda n: f"round{n}")
 
 
 @pytest.fixture
