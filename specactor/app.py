@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import trio
 
 from specactor import SERVER_NAME, __version__
+from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.dispatcher import Connection, Dispatcher
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
@@ -77,12 +78,14 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
     session_log = SessionLogActor(config.session_log_dir, max_entry_bytes=logs.max_entry_bytes,
                                   max_age_days=logs.max_age_days, max_total_bytes=logs.max_total_bytes,
                                   redacts=redacted if logs.redact_memory else None)
-    services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime)
+    supervisor = Supervisor()
+    services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime, feed=ChangeFeed(),
+                        supervisor=supervisor)
     core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,
                             request_timeout=config.request_timeout)
-    app = App(config, services, registry, core, metrics, session_log, storage, dispatcher, Supervisor(), extra)
+    app = App(config, services, registry, core, metrics, session_log, storage, dispatcher, supervisor, extra)
     if not defer:
         register_toolsets(registry, services, toolset_modules(registry))
         if extra is not None:
@@ -101,7 +104,9 @@ async def register_deferred(app: App) -> None:
 
 
 async def start_actors(app: App, nursery: trio.Nursery) -> None:
-    """Start the supervised actors every transport needs, in dependency order."""
+    """Start the supervised actors every transport needs, in dependency order; actors started
+    later, on demand (`Supervisor.ensure`), run in `nursery` too."""
+    app.supervisor.attach(nursery)
     for spec in (ChildSpec("metrics", app.metrics.run), ChildSpec("session-log", app.session_log.run),
                  ChildSpec("storage", app.storage.run), ChildSpec("dispatcher", app.dispatcher.run)):
         await app.supervisor.start(nursery, spec)

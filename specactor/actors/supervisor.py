@@ -78,10 +78,48 @@ class Supervisor:
         self.backoff_min = backoff_min
         self.backoff_max = backoff_max
         self.restarts: dict[str, int] = {}
+        self._nursery: trio.Nursery | None = None
+        self._ensured: dict[str, trio.Event] = {}
 
     async def start(self, nursery: trio.Nursery, spec: ChildSpec) -> None:
         """Start `spec` under supervision; returns once its first instance has started."""
         await nursery.start(self._supervise, spec)
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        """The nursery that children started on demand (`ensure`) run in: the app's root."""
+        self._nursery = nursery
+
+    async def ensure(self, spec: ChildSpec) -> None:
+        """Start `spec` once, by name, in the attached nursery, under supervision; returns once it
+        has started. Callers that come while it is starting wait for that start; if it fails, the
+        caller that started it gets the error and each waiting caller tries a start of its own.
+
+        Raises:
+            RuntimeError: no nursery is attached (the app is not running).
+            SupervisorGaveUp, ConfigError: the child could not be started.
+        """
+        while True:
+            event = self._ensured.get(spec.name)
+            if event is None:
+                break
+            await event.wait()
+            if spec.name in self._ensured:
+                return
+        if self._nursery is None:
+            raise RuntimeError(f"cannot start '{spec.name}' on demand: the supervisor has no nursery attached")
+        event = self._ensured[spec.name] = trio.Event()
+        try:
+            await self._nursery.start(self._supervise, spec)
+        except BaseException:
+            del self._ensured[spec.name]
+            raise
+        finally:
+            event.set()
+
+    def running(self, name: str) -> bool:
+        """Whether `ensure` has started `name` (it may be between restarts)."""
+        event = self._ensured.get(name)
+        return event is not None and event.is_set()
 
     async def _supervise(self, spec: ChildSpec, *,
                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -11,21 +11,29 @@ from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
 
+from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.storage import StorageActor
+from specactor.actors.supervisor import Supervisor
 from specactor.config import Config
 from specactor.protocol.registry import Registry
 
 
 @dataclass(frozen=True)
 class Services:
-    """The actor handles a toolset may use, passed explicitly (no ambient registry)."""
+    """The actor handles a toolset may use, passed explicitly (no ambient registry).
+
+    `feed` is where every committed write is published; `supervisor.ensure` starts an actor on
+    demand, under supervision, in the app's root nursery.
+    """
 
     config: Config
     storage: StorageActor
     metrics: MetricsActor
     runtime: TrioRuntime
+    feed: ChangeFeed
+    supervisor: Supervisor
 
 
 # toolset name -> module with `register(registry, services)`; a toolset whose module does not

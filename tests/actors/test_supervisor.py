@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import structlog
 import trio
+import trio.lowlevel
 import trio.testing
 
 from specactor.actors.supervisor import ChildSpec, Supervisor, SupervisorGaveUp
@@ -298,3 +299,56 @@ async def test_a_permanent_error_before_the_first_started_is_raised_from_start(
             with pytest.raises(ConfigError, match="session logs"):
                 await Supervisor().start(nursery, ChildSpec("session-log", child, restart="transient"))
     assert len(child.starts) == 1
+
+
+async def test_ensure_starts_a_child_once_however_many_callers_ask_at_once() -> None:
+    starts: list[int] = []
+
+    async def child(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        starts.append(1)
+        await trio.lowlevel.checkpoint()  # a start that takes a moment, so callers overlap it
+        task_status.started()
+        await trio.sleep_forever()
+
+    sup = Supervisor()
+    async with trio.open_nursery() as nursery:
+        sup.attach(nursery)
+        with trio.fail_after(5):
+            async with trio.open_nursery() as callers:
+                for _ in range(5):
+                    callers.start_soon(sup.ensure, ChildSpec("store", child))
+        assert starts == [1] and sup.running("store")
+        await sup.ensure(ChildSpec("store", child))
+        assert starts == [1]
+        nursery.cancel_scope.cancel()
+
+
+async def test_ensure_without_an_attached_nursery_says_so() -> None:
+    async def child(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+
+    with pytest.raises(RuntimeError, match="no nursery attached"):
+        await Supervisor().ensure(ChildSpec("store", child))
+
+
+async def test_a_child_that_cannot_start_fails_its_ensure_and_a_later_call_tries_again(
+        autojump_clock: trio.testing.MockClock) -> None:
+    attempts: list[int] = []
+
+    async def child(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        attempts.append(1)
+        if len(attempts) <= 1:
+            raise ConfigError("cannot open the database", setting="memory.db")
+        task_status.started()
+        await trio.sleep_forever()
+
+    sup = Supervisor()
+    async with trio.open_nursery() as nursery:
+        sup.attach(nursery)
+        with pytest.raises(ConfigError):
+            await sup.ensure(ChildSpec("store", child))
+        assert not sup.running("store")
+        with trio.fail_after(5):
+            await sup.ensure(ChildSpec("store", child))
+        assert sup.running("store") and len(attempts) == 2
+        nursery.cancel_scope.cancel()
