@@ -324,7 +324,7 @@ class StorageActor:
             forward = one.record.boot == self._wal_boot() and not one.applied
             try:
                 path = resolve_inside(self.root, rel)
-                if not wal.restorable(one.record.time, self.root, path, data, rolling_forward=forward):
+                if not wal.restorable(one.record.time_ns, self.root, path, data, rolling_forward=forward):
                     continue
                 commit([(path, data)] if data is not None else [], [path] if data is None else [])
                 restored += 1
@@ -366,11 +366,12 @@ class StorageActor:
             for rel, data in group.writes.items():
                 if data is not None:
                     staged.append((stage(group.paths[rel], data, sync=False), group.paths[rel]))
+            touched = [tmp for tmp, _ in staged] + [group.paths[rel] for rel, data in logged if data is None]
             try:
-                offset = journal.append(logged, time.time())
+                offset = journal.append(logged, touched)
             except wal.LogFull:
                 self._settle()
-                offset = journal.append(logged, time.time())
+                offset = journal.append(logged, touched)
         except wal.LogFull:  # an estimate too low: the fsync way
             for tmp, _ in staged:
                 unlink_quietly(tmp)

@@ -14,8 +14,19 @@ reader reads; the log only makes them survive a crash of the machine:
 - A process that finds records when it takes the workspace lock *restores* the ones whose files
   may not be what they say: records written before the machine last booted (the page cache that
   held their files is gone), and records whose writer died between logging and installing them.
-  A file is restored only if it is older than its record (or missing, in a folder older than
-  the record), so an edit or a delete made after the record, by hand or by git, is kept.
+  A file is restored only if it is not newer than its record (or missing, in a folder not
+  newer than the record), so an edit or a delete made after the record, by hand or by git, is
+  kept.
+
+"Newer" is on the filesystem's own clock: a record's time is the newest timestamp the
+filesystem gave the files it staged (`WriteAheadLog.stamp`), never `time.time()`, which runs
+ahead of the coarse clock the kernel stamps files with (a folder changed right after a record
+was seen up to 2.9 ms "before" it, and the file deleted by hand came back). Within one tick of
+that clock (1-10 ms) a later change carries the record's very time and cannot be told from the
+record's own files, so a tie is restored over: keeping it would leave unrepaired the very files
+the log exists for (installed, their data lost with the page cache, stamped in the record's
+tick), while restoring it costs only a change made within one tick of an acknowledged commit,
+and only after a machine crash.
 
 Everything here runs on the storage actor's worker thread, under the workspace lock. This is
 part of the storage actor (no task of its own): the log's format and its file.
@@ -52,8 +63,12 @@ WAL_NAME = "wal"
 
 class Record(msgspec.Struct, array_like=True, frozen=True):
     boot: str  # the kernel's boot id when it was written
-    time: float  # wall clock after its files were staged (no file it wrote is newer)
+    time: int | float  # ns, `WriteAheadLog.stamp` (a float: seconds of time.time(), an older specactor's)
     writes: list[tuple[str, bytes | None]]  # workspace-relative path -> contents (None: deleted)
+
+    @property
+    def time_ns(self) -> int:
+        return self.time if isinstance(self.time, int) else int(self.time * 1e9)
 
 
 _encode = msgspec.msgpack.Encoder().encode
@@ -201,13 +216,28 @@ class WriteAheadLog:
         """The largest payload an empty log holds."""
         return REGION - HEADER_SIZE - RECORD.size
 
-    def append(self, writes: list[tuple[str, bytes | None]], now: float) -> int:
-        """Log `writes` durably (one pwrite, one fdatasync); the record's offset.
+    def stamp(self, touched: Iterable[Path]) -> int:
+        """A record's time in ns, on the filesystem's clock: the newest modification time among
+        `touched` (the temp files the record staged, and the files it deletes), so none of its
+        own files is newer than the record and, the clock never running back, nothing changed
+        after it is older. With nothing there (it deletes only missing files) the log's own
+        time, from its last write."""
+        newest = 0
+        for path in touched:
+            try:
+                newest = max(newest, os.lstat(path).st_mtime_ns)
+            except OSError:  # a delete of a file that is not there
+                pass
+        return newest or os.fstat(self.fd).st_mtime_ns
+
+    def append(self, writes: list[tuple[str, bytes | None]], touched: Iterable[Path]) -> int:
+        """Log `writes` durably (one pwrite, one fdatasync); the record's offset. `touched`: the
+        temp files staged for `writes` and the files they delete (see `stamp`).
 
         Raises:
             LogFull: no room, or the generation's record budget is spent.
         """
-        payload = _encode(Record(self.boot, now, writes))
+        payload = _encode(Record(self.boot, self.stamp(touched), writes))
         size = RECORD.size + len(payload)
         if self.count >= MAX_RECORDS or self.end + size > REGION:
             raise LogFull
@@ -259,12 +289,13 @@ class WriteAheadLog:
             self.fd = -1
 
 
-def restorable(record_time: float, root: Path, path: Path, data: bytes | None, *,
+def restorable(record_ns: int, root: Path, path: Path, data: bytes | None, *,
                rolling_forward: bool = False) -> bool:
-    """Whether a logged write must be redone, judged by modification times. The record's time is
-    taken after its files were staged, so a file it wrote is never newer than the record, and
-    neither is the directory its temp file was made in; ext4 commits metadata in order, so a
-    change made after the record that reached the disk means the record's own changes did too.
+    """Whether a logged write must be redone, judged by modification times in ns on the
+    filesystem's clock (`WriteAheadLog.stamp`). A file the record wrote is never newer than the
+    record, and neither is the directory its temp file was made in; ext4 commits metadata in
+    order, so a change made after the record that reached the disk means the record's own
+    changes did too. Equal is not newer: a tie is restored (see the module docstring).
 
     - a file that exists: redo if it is not newer than the record and holds other bytes (or, for
       a delete, at all); a newer one was changed after it, by hand or by git: keep it;
@@ -275,8 +306,8 @@ def restorable(record_time: float, root: Path, path: Path, data: bytes | None, *
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return data is not None and (rolling_forward or not _folder_changed_since(root, path, record_time))
-    if stat.S_ISDIR(st.st_mode) or st.st_mtime > record_time:
+        return data is not None and (rolling_forward or not _folder_changed_since(root, path, record_ns))
+    if stat.S_ISDIR(st.st_mode) or st.st_mtime_ns > record_ns:
         return False
     if data is None:
         return True
@@ -288,10 +319,10 @@ def restorable(record_time: float, root: Path, path: Path, data: bytes | None, *
     return True
 
 
-def _folder_changed_since(root: Path, path: Path, record_time: float) -> bool:
+def _folder_changed_since(root: Path, path: Path, record_ns: int) -> bool:
     for folder in path.parents:
         try:
-            return os.stat(folder).st_mtime > record_time
+            return os.stat(folder).st_mtime_ns > record_ns
         except (FileNotFoundError, NotADirectoryError):
             if folder == root:
                 return False
