@@ -16,6 +16,10 @@ demo:
 test *args:
     {{python}} -m pytest {{args}}
 
+# the suite without the tests marked slow (subprocesses, long property searches): the edit-test loop
+test-fast *args:
+    {{python}} -m pytest -m "not slow" -q {{args}}
+
 # the suite against the newest versions the ranges allow, in a throwaway venv: finds the next upstream break first
 test-latest *args:
     #!/usr/bin/env bash
