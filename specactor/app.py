@@ -20,6 +20,7 @@ from specactor import SERVER_NAME, __version__
 from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.dispatcher import Connection, Dispatcher
 from specactor.actors.metrics import MetricsActor
+from specactor.actors.resource_notifier import ResourceNotifier
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.session_log import Flush, SessionLogActor
 from specactor.actors.stdio import StdioFds, StdioTransport
@@ -107,8 +108,10 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
     """Start the supervised actors every transport needs, in dependency order; actors started
     later, on demand (`Supervisor.ensure`), run in `nursery` too."""
     app.supervisor.attach(nursery)
+    notifier = ResourceNotifier(app.services.feed, app.registry)
     for spec in (ChildSpec("metrics", app.metrics.run), ChildSpec("session-log", app.session_log.run),
-                 ChildSpec("storage", app.storage.run), ChildSpec("dispatcher", app.dispatcher.run)):
+                 ChildSpec("storage", app.storage.run), ChildSpec("resource-notifier", notifier.run),
+                 ChildSpec("dispatcher", app.dispatcher.run)):
         await app.supervisor.start(nursery, spec)
 
 

@@ -60,3 +60,47 @@ def kind_of(toolset: str, paths: tuple[str, ...]) -> Kind:
     if toolset == "knowledge":
         return "knowledge"
     return "other"
+
+
+_CHANGE_DOCS = ("proposal.md", "tasks.md", "design.md")
+# After a rescan anything may have changed: the index resources say so to their subscribers.
+_INDEXES = ("openspec://specs", "openspec://changes", "openspec://archive", "airsspec:///specs")
+
+
+def resource_uris(change: Change) -> list[str]:
+    """The resources whose content a change touched, each once, in a stable order: what
+    `notifications/resources/updated` goes out for. Paths are relative to the storage root, the
+    folder that holds `openspec/` or `.airsspec/`."""
+    if change.kind == "rescan":
+        return list(_INDEXES)
+    uris: dict[str, None] = {}
+    for path in change.paths:
+        for uri in _uris_of(path.split("/")):
+            uris[uri] = None
+    return list(uris)
+
+
+def _uris_of(parts: list[str]) -> list[str]:
+    top, rest = parts[0], parts[1:]
+    if top == "openspec" and rest:
+        if rest[0] == "specs" and len(rest) >= 3:
+            return [f"openspec://specs/{'/'.join(rest[1:-1])}", "openspec://specs"]
+        if rest[0] == "changes" and len(rest) >= 2:
+            if rest[1] == "archive":
+                return ["openspec://archive", "openspec://changes"]
+            change_id, inner = rest[1], "/".join(rest[2:])
+            own = f"openspec://changes/{change_id}"
+            doc = [f"{own}/{inner.removesuffix('.md')}" if inner in _CHANGE_DOCS else f"{own}/{inner}"] if inner else []
+            return [*doc, own, "openspec://changes"]
+        if rest == ["AGENTS.md"]:
+            return ["openspec://instructions"]
+        if rest in (["project.md"], ["config.yaml"]):
+            return ["openspec://project"]
+        return []
+    if top == ".airsspec" and rest:
+        if rest[0] == "specs" and len(rest) >= 2:
+            spec = f"airsspec:///{rest[1]}"
+            return [spec, f"{spec}/spec", f"{spec}/plan", f"{spec}/state", "airsspec:///specs"]
+        if rest[0].startswith("config"):
+            return ["airsspec:///config"]
+    return []

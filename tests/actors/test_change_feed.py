@@ -6,7 +6,7 @@ import trio
 import trio.testing
 
 from specactor.actors.change_feed import ChangeFeed
-from specactor.domain.changes import Change, kind_of
+from specactor.domain.changes import Change, kind_of, resource_uris
 
 
 def change(path: str, workspace: str = "/ws") -> Change:
@@ -77,3 +77,21 @@ def test_the_kind_of_a_write_comes_from_where_it_landed() -> None:
     assert kind_of("airsspec", (".airsspec/specs/1-x/state.toon",)) == "spec"
     assert kind_of("memory", ()) == "memory"
     assert kind_of("knowledge", ()) == "knowledge"
+
+
+def test_a_change_names_the_resources_it_touched_once_each() -> None:
+    def uris(*paths: str, kind: str = "other") -> list[str]:
+        return resource_uris(Change(workspace="/ws", toolset="", kind=kind, written=paths))  # type: ignore[arg-type]
+
+    assert uris("openspec/changes/add-x/tasks.md") == [
+        "openspec://changes/add-x/tasks", "openspec://changes/add-x", "openspec://changes"]
+    assert uris("openspec/changes/add-x/specs/auth/spec.md", "openspec/changes/add-x/proposal.md") == [
+        "openspec://changes/add-x/specs/auth/spec.md", "openspec://changes/add-x", "openspec://changes",
+        "openspec://changes/add-x/proposal"]
+    assert uris("openspec/specs/auth/login/spec.md") == ["openspec://specs/auth/login", "openspec://specs"]
+    assert uris("openspec/changes/archive/2026-11-25-add-x/tasks.md") == ["openspec://archive", "openspec://changes"]
+    assert uris("openspec/project.md") == ["openspec://project"]
+    assert uris(".airsspec/specs/1-x/plan.md")[:2] == ["airsspec:///1-x", "airsspec:///1-x/spec"]
+    assert uris(".airsspec/config.toml") == ["airsspec:///config"]
+    assert uris("src/main.py") == []
+    assert "openspec://specs" in uris(kind="rescan")
