@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,21 +42,77 @@ def now_iso() -> str:
 
 
 def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), usable from any one thread at a time."""
+    """A connection in autocommit mode (transactions are explicit), usable from any one thread at
+    a time. The writer's also switches the database to WAL and migrates it, safely while another
+    process opens the same database (each waits for the other, up to the 30 s busy timeout).
+
+    Raises:
+        ValueError: the database's schema is newer than this code.
+        sqlite3.Error: the database cannot be opened, switched or migrated.
+    """
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
-    if writer:
-        conn.execute("PRAGMA journal_mode=WAL")
-        for version, sql in pending(conn.execute("PRAGMA user_version").fetchone()[0]):
-            try:  # the schema change and its version number commit together, or not at all
-                conn.executescript(f"BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {version}; COMMIT;")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-    conn.execute("PRAGMA synchronous=FULL")  # durable: a reply is only sent after the WAL is on disk
-    if not writer:
-        conn.execute("PRAGMA query_only=1")
+    try:
+        if writer:
+            _use_wal(conn)
+            _migrate(conn)
+        conn.execute("PRAGMA synchronous=FULL")  # durable: a reply is only sent after the WAL is on disk
+        if not writer:
+            conn.execute("PRAGMA query_only=1")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+WAL_TRIES = 20  # each waits for the lock; two processes need two
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    # Two processes switching a new database at once can each hold the shared lock and want the
+    # exclusive one; SQLite then fails one at once ("database is locked"), without the busy
+    # timeout, to break the deadlock. That one waits for the other's switch by taking the write
+    # lock and letting it go (which does wait), and tries again: WAL is usually on by then.
+    for tries_left in reversed(range(WAL_TRIES)):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if err.sqlite_errorcode != sqlite3.SQLITE_BUSY or not tries_left:
+                raise
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    if not pending(conn.execute("PRAGMA user_version").fetchone()[0]):
+        return  # a version only goes up: current now is current for good
+    # The version is read again inside the write transaction: another process may have migrated
+    # since, and its migrations must not run twice. Every pending step and its version number
+    # commit together, or not at all.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for version, sql in pending(conn.execute("PRAGMA user_version").fetchone()[0]):
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> Iterator[str]:
+    """`script`'s statements one at a time (`executescript` would commit the open transaction)."""
+    statement = ""
+    for piece in script.split(";"):
+        statement += piece + ";"
+        if sqlite3.complete_statement(statement):  # not a ";" inside a string or a trigger's body
+            if statement.strip("; \t\n"):
+                yield statement
+            statement = ""
+    if statement.strip("; \t\n"):
+        raise ValueError(f"a migration ends in an incomplete statement: {statement[:80]!r}")
 
 
 def scope_id(conn: sqlite3.Connection, layer: str, key: str, *, create: bool) -> int | None:
