@@ -19,9 +19,9 @@ from typing import Protocol
 import trio
 
 from specactor.actors.metrics import MetricsActor
-from specactor.actors.peer import PeerLink
 from specactor.actors.session_log import SessionLogActor
-from specactor.actors.slots import Slots
+from specactor.concurrency.peer import PeerLink
+from specactor.concurrency.slots import Slots
 from specactor.logsetup import get_logger
 from specactor.protocol.context import Runtime
 from specactor.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST

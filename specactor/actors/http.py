@@ -25,9 +25,9 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from specactor.actors.dispatcher import Job
-from specactor.actors.peer import PeerLink, Pending
 from specactor.actors.prometheus import exposition
 from specactor.actors.supervisor import root_cause
+from specactor.concurrency.peer import PeerLink, Pending
 from specactor.config import ConfigError
 from specactor.logsetup import get_logger
 from specactor.protocol import http_rules as rules

@@ -18,7 +18,7 @@ import trio
 import trio.lowlevel
 
 from specactor.actors.dispatcher import Dispatcher
-from specactor.actors.peer import PeerLink
+from specactor.concurrency.peer import PeerLink
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import INVALID_REQUEST
 from specactor.protocol.frames import error_response

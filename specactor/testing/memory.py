@@ -17,7 +17,7 @@ import msgspec
 import trio
 
 from specactor import app as application
-from specactor.actors.peer import PeerLink
+from specactor.concurrency.peer import PeerLink
 from specactor.config import Config
 from specactor.protocol.registry import Registry
 from specactor.protocol.session import Session
