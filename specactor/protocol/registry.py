@@ -58,10 +58,6 @@ MAX_PROVIDER_RETRIES = 3
 MAX_RATE_LIMIT_WAIT = 30.0
 
 
-class ToolInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Base for tool inputs: keyword-only, and an unknown argument is an error, not ignored."""
-
-
 @dataclass
 class ToolEntry:
     tool: Tool

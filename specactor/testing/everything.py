@@ -21,8 +21,9 @@ from msgspec import Meta, Raw
 
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import ProtocolError
-from specactor.protocol.registry import RawToolHandler, Registry, ToolInput
+from specactor.protocol.registry import RawToolHandler, Registry
 from specactor.testing import input_fixtures
+from specactor.wire.arguments import ToolInput
 from specactor.wire.mcp import (
     AudioContent,
     CallToolResult,

@@ -17,9 +17,10 @@ import trio.testing
 from msgspec import Raw
 
 from specactor.protocol.context import RequestContext
-from specactor.protocol.registry import Registry, ToolInput
+from specactor.protocol.registry import Registry
 from specactor.testing import MemoryClient, everything, open_memory_server
 from specactor.testing.memory import MemoryConnection
+from specactor.wire.arguments import ToolInput
 from specactor.wire.mcp import CallToolResult, Tool
 from tests.conftest import check_frames, fixture_config
 from tests.mcp_schema import validate

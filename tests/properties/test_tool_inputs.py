@@ -30,9 +30,10 @@ from specactor.actors.runtime import TrioRuntime
 from specactor.app import build
 from specactor.config import SessionLogConfig
 from specactor.protocol.context import RequestContext
-from specactor.protocol.registry import Registry, ToolInput
+from specactor.protocol.registry import Registry
 from specactor.protocol.schema import json_type
 from specactor.testing import everything, open_memory_server
+from specactor.wire.arguments import ToolInput
 from tests.conftest import check_frames, fixture_config
 from tests.schema_strategies import from_schema
 

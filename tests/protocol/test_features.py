@@ -14,9 +14,10 @@ import msgspec
 import pytest
 
 from specactor.protocol.errors import ProviderError, RateLimited, ToolError
-from specactor.protocol.registry import Registry, ToolInput
+from specactor.protocol.registry import Registry
 from specactor.testing import MemoryClient
 from specactor.testing.everything import PNG
+from specactor.wire.arguments import ToolInput
 from specactor.wire.mcp import CallToolResult, Tool
 from tests.mcp_schema import validate
 from tests.protocol.support import NO_SESSION_LOG, envelope, serve

@@ -1,8 +1,8 @@
 """The arguments and answers of the 12 AirsSpec tools, as the seed defines them.
 
 Every rule an argument must obey is in its schema (`pattern`, enum, range), so a schema-valid
-call is never refused as INVALID_INPUT. Inputs are keyword-only and refuse unknown fields, like
-`protocol.registry.ToolInput` (which the domain may not import).
+call is never refused as INVALID_INPUT. Inputs are keyword-only and refuse unknown fields: their
+base is `wire.arguments.ToolInput`, the registry's own.
 
 No `from __future__ import annotations` here: the schemas are derived at start-up, and real
 annotations spare msgspec evaluating ~300 strings (about 5 ms before the first reply).
@@ -23,6 +23,7 @@ from specactor.domain.airsspec.vocab import (
     Lifecycle,
     Phase,
 )
+from specactor.wire.arguments import ToolInput
 
 NOT_BLANK: Final = r"\S"
 
@@ -30,10 +31,6 @@ NOT_BLANK: Final = r"\S"
 SpecId = Annotated[str, Meta(pattern=SPEC_ID_PATTERN, max_length=69, description=SPEC_ID_WORDS)]
 Title = Annotated[str, Meta(pattern=NOT_BLANK, description="Concise spec title (what to build), not blank")]
 Percent = Annotated[float, Meta(ge=0, le=100)]
-
-
-class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Base of tool arguments: keyword-only, an unknown argument is an error."""
 
 
 class DependencyIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -51,7 +48,7 @@ class StepIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 # ---------------------------------------------------------------------- inputs
 
 
-class SpecCreateIn(Args):
+class SpecCreateIn(ToolInput):
     title: Title
     description: Annotated[str, Meta(description="Detailed description including why this is needed")]
     category: Annotated[CategoryIn, Meta(description="Type of change (default: the workspace's "
@@ -61,7 +58,7 @@ class SpecCreateIn(Args):
                                                                  "(existing) specs")] | UnsetType = UNSET
 
 
-class SpecUpdateIn(Args):
+class SpecUpdateIn(ToolInput):
     spec_id: SpecId
     title: Annotated[str, Meta(pattern=NOT_BLANK, description="Optional: New title, not blank")] | UnsetType = UNSET
     description: Annotated[str, Meta(description="Optional: New description")] | UnsetType = UNSET
@@ -69,46 +66,46 @@ class SpecUpdateIn(Args):
     category: Annotated[CategoryIn, Meta(description="Optional: New category")] | UnsetType = UNSET
 
 
-class SpecTransitionIn(Args):
+class SpecTransitionIn(ToolInput):
     spec_id: SpecId
     to_state: Annotated[Lifecycle, Meta(description="Target state")]
     reason: Annotated[str, Meta(description="Optional: Reason for transition")] | UnsetType = UNSET
 
 
-class SpecListIn(Args):
+class SpecListIn(ToolInput):
     state: Annotated[Lifecycle, Meta(description="Optional: Filter by state")] | UnsetType = UNSET
     category: Annotated[CategoryIn, Meta(description="Optional: Filter by category")] | UnsetType = UNSET
 
 
-class SpecIdIn(Args):
+class SpecIdIn(ToolInput):
     spec_id: SpecId
 
 
-class PlanCreateIn(Args):
+class PlanCreateIn(ToolInput):
     spec_id: SpecId
     approach: Annotated[str, Meta(description="High-level approach/strategy for implementation")]
     steps: Annotated[list[StepIn], Meta(description="Ordered list of implementation steps")]
 
 
-class PlanUpdateIn(Args):
+class PlanUpdateIn(ToolInput):
     spec_id: SpecId
     approach: Annotated[str, Meta(description="Optional: New approach")] | UnsetType = UNSET
     steps: Annotated[list[StepIn], Meta(description="Optional: Replacement steps (replaces all; only "
                                                     "before the build starts)")] | UnsetType = UNSET
 
 
-class PlanStepCompleteIn(Args):
+class PlanStepCompleteIn(ToolInput):
     spec_id: SpecId
     step_index: Annotated[int, Meta(ge=0, description="0-based step index")]
     notes: Annotated[str, Meta(description="Optional: Implementation notes")] | UnsetType = UNSET
 
 
-class BuildStartIn(Args):
+class BuildStartIn(ToolInput):
     spec_id: SpecId
     plan_approved: Annotated[bool, Meta(description="Confirm plan has been reviewed (recorded in the state)")] = False
 
 
-class BuildUpdateIn(Args):
+class BuildUpdateIn(ToolInput):
     spec_id: SpecId
     progress_percentage: Annotated[Percent, Meta(description="Overall progress percentage (never lower "
                                                              "than the current one)")] | UnsetType = UNSET
@@ -116,7 +113,7 @@ class BuildUpdateIn(Args):
     notes: Annotated[str, Meta(description="Build notes")] | UnsetType = UNSET
 
 
-class BuildCompleteIn(Args):
+class BuildCompleteIn(ToolInput):
     spec_id: SpecId
     summary: Annotated[str, Meta(description="Summary of what was implemented")]
     deviations: Annotated[str, Meta(description="Optional: How implementation differs from plan")] | UnsetType = UNSET

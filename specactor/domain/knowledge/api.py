@@ -10,6 +10,8 @@ from typing import Annotated, Any, Final, Literal, get_args
 import msgspec
 from msgspec import Meta
 
+from specactor.wire.arguments import ToolInput
+
 KnowledgeType = Literal["adr", "policy", "pattern", "spec"]
 KnowledgeLayer = Literal["company", "org", "team", "project"]
 Status = Literal["draft", "proposed", "accepted", "deprecated", "superseded", "rejected"]
@@ -31,7 +33,7 @@ ItemId = Annotated[str, Meta(min_length=1, max_length=200, description="A knowle
                                                                        "adr-042-database-selection")]
 
 
-class _In(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+class _In(ToolInput, rename="camel"):
     pass
 
 

@@ -1,7 +1,7 @@
 """The memory tools' inputs and outputs (camelCase on the wire), with every input rule in the schema.
 
-Inputs forbid unknown fields, like the registry's `ToolInput`; they are defined here, not in the
-toolset, so the actor and the bench can build them too.
+Inputs forbid unknown fields (their base is the registry's `wire.arguments.ToolInput`); they are
+defined here, not in the toolset, so the actor and the bench can build them too.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import msgspec
 from msgspec import Meta
 
 from specactor.domain.memory.layers import Identifiers, Layer
+from specactor.wire.arguments import ToolInput
 
 Tag = Annotated[str, Meta(min_length=1, max_length=100)]
 Tags = Annotated[list[Tag], Meta(max_length=50, description="Tags; a search keeps memories that carry every one")]
@@ -22,7 +23,7 @@ MAX_CONTENT = 4000
 MAX_QUERY = 1000
 
 
-class _In(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+class _In(ToolInput, rename="camel"):
     pass
 
 

@@ -12,10 +12,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-
-class _In(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Keyword-only; an unknown argument is an error, not ignored (as the registry's ToolInput)."""
-
+from specactor.wire.arguments import ToolInput
 
 # One path segment that is not `.`/`..` and holds no `/`, `\` or NUL; an item may nest segments.
 _SEGMENT = r"(?!\.\.?(?:/|$))[^/\\\x00]+"
@@ -32,21 +29,21 @@ ChangeId = Annotated[str, Meta(pattern=CHANGE_ID, min_length=1, max_length=255,
 ItemType = Literal["change", "spec"]
 
 
-class InitIn(_In):
+class InitIn(ToolInput):
     pass
 
 
-class ListIn(_In):
+class ListIn(ToolInput):
     specs: Annotated[bool, Meta(description="List specs instead of active changes")] = False
 
 
-class ShowIn(_In):
+class ShowIn(ToolInput):
     item: Item
     type: Annotated[ItemType | None, Meta(description="Disambiguate a change from a spec")] = None
     deltasOnly: Annotated[bool, Meta(description="Only the deltas of a change (same JSON as the CLI)")] = False
 
 
-class ValidateIn(_In):
+class ValidateIn(ToolInput):
     item: Item | None = None
     type: ItemType | None = None
     all: Annotated[bool, Meta(description="Every change and spec (the default when no item is named: "
@@ -56,21 +53,21 @@ class ValidateIn(_In):
     strict: Annotated[bool, Meta(description="Warnings fail validation too")] = False
 
 
-class ArchiveIn(_In):
+class ArchiveIn(ToolInput):
     changeId: ChangeId
     dryRun: Annotated[bool, Meta(description="Report the plan, write nothing")] = False
     updateSpecs: Annotated[bool, Meta(description="Merge the deltas into openspec/specs")] = True
     force: Annotated[bool, Meta(description="Archive even with incomplete tasks")] = False
 
 
-class ProjectContextIn(_In):
+class ProjectContextIn(ToolInput):
     content: Annotated[str, Meta(description="New text; omitted with `section` removes that section")] | None = None
     merge: Annotated[bool, Meta(description="Append instead of replacing")] = False
     section: Annotated[str, Meta(pattern=r"^[^\r\n]*\S[^\r\n]*$", max_length=200,
                                  description="Rewrite only this `## Section` (one line, not blank)")] | None = None
 
 
-class TaskCompleteIn(_In):
+class TaskCompleteIn(ToolInput):
     changeId: ChangeId
     task: Annotated[str, Meta(pattern=r"^[0-9]{1,9}(?:\.[0-9]{1,9})*[A-Za-z]{0,8}$",
                               description="Task id such as 1.2, or its 1-based position")]
