@@ -73,4 +73,7 @@ async def main(root: Path, n: int, mode: str) -> None:
 
 
 if __name__ == "__main__":
+    from specactor import logsetup
+
+    logsetup.configure("warning")  # logs on stderr, as the server's: stdout is this worker's protocol
     trio.run(main, Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "counter")
