@@ -39,6 +39,10 @@ class SupervisorGaveUp(Exception):
         self.cause = cause
 
 
+class Killed(Exception):
+    """The crash `Supervisor.kill` injects."""
+
+
 class _State:
     """The part of tenacity's RetryCallState its wait strategies read."""
 
@@ -80,6 +84,7 @@ class Supervisor:
         self.restarts: dict[str, int] = {}
         self._nursery: trio.Nursery | None = None
         self._ensured: dict[str, trio.Event] = {}
+        self._children: dict[str, trio.Nursery] = {}  # the running instance of each child, by name
 
     async def start(self, nursery: trio.Nursery, spec: ChildSpec) -> None:
         """Start `spec` under supervision; returns once its first instance has started."""
@@ -116,6 +121,25 @@ class Supervisor:
         finally:
             event.set()
 
+    @property
+    def children(self) -> list[str]:
+        """The names of the children running now."""
+        return sorted(self._children)
+
+    def kill(self, name: str) -> None:
+        """Crash the running instance of child `name` (it is restarted by its policy), as a fault
+        that no code of the child expects would: for tests, and for an operator's last resort.
+
+        Raises:
+            KeyError: no child of that name is running.
+        """
+        nursery = self._children[name]
+
+        async def crash() -> None:
+            raise Killed(f"actor '{name}' killed")
+
+        nursery.start_soon(crash)
+
     def running(self, name: str) -> bool:
         """Whether `ensure` has started `name` (it may be between restarts)."""
         event = self._ensured.get(name)
@@ -129,16 +153,19 @@ class Supervisor:
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(spec.start)
+                    self._children[spec.name] = nursery
                     if not started:
                         started = True
                         task_status.started()
             except BaseException as exc:
+                self._children.pop(spec.name, None)
                 cause = root_cause(exc)
                 if isinstance(cause, trio.Cancelled) or not isinstance(cause, Exception):
                     raise
                 if isinstance(cause, self.permanent):
                     raise cause from None  # nothing to log here: the command line prints it
             else:
+                self._children.pop(spec.name, None)
                 if spec.restart != "permanent":
                     return
                 cause = _Exited(f"{spec.name} returned")

@@ -352,3 +352,26 @@ async def test_a_child_that_cannot_start_fails_its_ensure_and_a_later_call_tries
             await sup.ensure(ChildSpec("store", child))
         assert sup.running("store") and len(attempts) == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_a_killed_child_is_restarted_and_serves_again(autojump_clock: trio.testing.MockClock) -> None:
+    lives: list[int] = []
+
+    async def child(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        lives.append(1)
+        task_status.started()
+        await trio.sleep_forever()
+
+    sup = Supervisor()
+    async with trio.open_nursery() as nursery:
+        await sup.start(nursery, ChildSpec("store", child))
+        assert sup.children == ["store"]
+        sup.kill("store")
+        for _ in range(100):  # the backoff passes on the mock clock
+            if sup.restarts.get("store") == 1 and "store" in sup.children:
+                break
+            await trio.sleep(0.01)
+        assert len(lives) == 2 and sup.children == ["store"]
+        with pytest.raises(KeyError):
+            sup.kill("nobody")
+        nursery.cancel_scope.cancel()
