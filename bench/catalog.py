@@ -92,9 +92,9 @@ def _bench_tasks(root: Path, changes: list[str], calls: int) -> list[tuple[str, 
 
 
 def _memories(db: Path, count: int) -> list[str]:
-    from specactor.actors.memory_db import connect, insert_memory
     from specactor.domain.memory.layers import Identifiers, scope_key
     from specactor.domain.memory.records import NewMemory
+    from specactor.sqlite.memory_db import connect, insert_memory
 
     corpus = Corpus()
     cum = list(itertools.accumulate(corpus.weights))  # Corpus.memory recomputes these per call: slow at 100,000

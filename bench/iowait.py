@@ -103,10 +103,10 @@ def peer_stats(url: str) -> dict[str, int]:
 def build_store(db: Path, texts: list[str], user_id: str) -> None:
     """`texts` as user-layer memories of `user_id`, each with the vector the peer would give it."""
     from bench.peers.embeddings import embed
-    from specactor.actors.memory_db import connect, insert_memory
     from specactor.domain.memory.embeddings import pack
     from specactor.domain.memory.layers import Identifiers, scope_key
     from specactor.domain.memory.records import NewMemory
+    from specactor.sqlite.memory_db import connect, insert_memory
 
     conn = connect(db, writer=True)
     key = scope_key("user", Identifiers(user_id=user_id))

@@ -74,9 +74,9 @@ class Data:
 def build(root: Path, db: Path, sizes: dict[str, Any]) -> Data:
     from bench.workloads import airsspec, openspec
     from bench.workloads.memory import Corpus
-    from specactor.actors.memory_db import connect, insert_memory
     from specactor.domain.memory.layers import Identifiers, scope_key
     from specactor.domain.memory.records import NewMemory
+    from specactor.sqlite.memory_db import connect, insert_memory
 
     roles = airsspec.workspace(root, sizes["airsspec_specs"])
     caps, _ = openspec.workspace(root, sizes["openspec_specs"], sizes["openspec_changes"])

@@ -89,9 +89,9 @@ def _server(root: Path, db: Path, knowledge: Path) -> Any:
 
 def memory_workload(tmp: Path, memories: int, samples: int) -> dict[str, Any]:
     """Bulk-load `memories` into the user layer, then time tool calls of memory_search and memory_add."""
-    from specactor.actors.memory_db import connect, insert_memory
     from specactor.domain.memory.layers import Identifiers, scope_key
     from specactor.domain.memory.records import NewMemory
+    from specactor.sqlite.memory_db import connect, insert_memory
 
     corpus = Corpus()
     db = tmp / "memory.db"

@@ -26,18 +26,6 @@ import outcome
 import trio
 
 from specactor.actors.mailbox import Letter, Mailbox
-from specactor.actors.memory_db import (
-    EntriesAt,
-    ItemsAt,
-    SyncConflict,
-    apply_sync,
-    close_all,
-    connect,
-    group_commit,
-    in_read_tx,
-    load_sync,
-    now_iso,
-)
 from specactor.actors.storage import atomic_write
 from specactor.domain.knowledge import gitout, gitrefs
 from specactor.domain.knowledge import sync as plans
@@ -49,6 +37,18 @@ from specactor.domain.memory.records import EmbeddingsEndpoint
 from specactor.domain.memory.schema import SCOPE_SHIFT
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import ProviderError, RateLimited, ToolError
+from specactor.sqlite.memory_db import (
+    EntriesAt,
+    ItemsAt,
+    SyncConflict,
+    apply_sync,
+    close_all,
+    connect,
+    group_commit,
+    in_read_tx,
+    load_sync,
+    now_iso,
+)
 
 log = get_logger("specactor.memory_store")
 T = TypeVar("T")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from specactor.actors.memory_db import delete_memory, insert_memory, load_sync, search
 from specactor.actors.memory_store import GitFailed, MemoryStoreActor, RepoMissing
 from specactor.actors.storage import Tx
 from specactor.config import Config
@@ -39,6 +38,7 @@ from specactor.domain.memory.scoring import Mode
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import NotFound, ProviderError, ToolError
 from specactor.protocol.registry import Registry
+from specactor.sqlite.memory_db import delete_memory, insert_memory, load_sync, search
 
 if TYPE_CHECKING:
     from specactor.toolsets import Services

@@ -7,10 +7,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from specactor.actors.memory_db import connect, insert_memory, search
 from specactor.domain.memory.layers import Identifiers, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
 from specactor.domain.memory.scoring import recall_at_k
+from specactor.sqlite.memory_db import connect, insert_memory, search
 
 MEMORIES: dict[str, str] = {
     "db": "The billing service stores invoices in PostgreSQL 15 with logical replication to the warehouse.",

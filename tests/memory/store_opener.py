@@ -10,7 +10,7 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-from specactor.actors import memory_db
+from specactor.sqlite import memory_db
 
 
 def open_each(paths: list[Path], barrier: Barrier, results: Queue[list[str]]) -> None:

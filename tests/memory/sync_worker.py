@@ -16,7 +16,8 @@ from typing import Any
 
 import trio
 
-from specactor.actors import memory_db, memory_store
+from specactor.actors import memory_store
+from specactor.sqlite import memory_db
 
 
 def main() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specactor.actors.memory_db import insert_memory, search
 from specactor.domain.memory import scoring
 from specactor.domain.memory.embeddings import pack
 from specactor.domain.memory.layers import Layer, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
+from specactor.sqlite.memory_db import insert_memory, search
 from tests.memory.test_search_properties import IDS, SCOPES, WORDS, store
 
 vectors = st.lists(st.floats(-1, 1), min_size=4, max_size=4)

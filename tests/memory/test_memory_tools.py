@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specactor.actors.memory_db import connect
+from specactor.sqlite.memory_db import connect
 from specactor.testing import MemoryClient, open_memory_server
 from tests.memory.conftest import call, error, ok, server_config
 

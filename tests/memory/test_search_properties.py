@@ -13,10 +13,10 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specactor.actors.memory_db import connect, delete_memory, insert_memory, search
 from specactor.domain.memory import scoring
 from specactor.domain.memory.layers import LAYERS, PRECEDENCE, Identifiers, Layer, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
+from specactor.sqlite.memory_db import connect, delete_memory, insert_memory, search
 
 WORDS = ["cat", "dog", "fish", "bird", "frog", "lion", "wolf", "bear", "deer", "mole"]
 IDS = Identifiers(agent_id="a", user_id="u", session_id="s", project_id="p", team_id="t", org_id="o",

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import trio
 
-from specactor.actors.memory_db import load_sync
 from specactor.actors.memory_store import MemoryStoreActor
 from specactor.domain.memory import scoring
 from specactor.domain.memory.records import EmbeddingsEndpoint
 from specactor.protocol.errors import ToolError
+from specactor.sqlite.memory_db import load_sync
 from tests.memory.conftest import Repo, item
 from tests.memory.test_embeddings import Endpoint, endpoint, vector
 
