@@ -95,6 +95,13 @@ class KnowledgeConfig(_Base, frozen=True):
     repo: str | None = None  # default: <root>/knowledge
 
 
+class OpenSpecConfig(_Base, frozen=True):
+    """Where the OpenSpec workspace is, by the OpenSpec CLI's own variables (`openspec_project`)."""
+
+    root: str | None = None  # OPENSPEC_ROOT: the folder holding the project's openspec/ instead of `root`
+    auto_project_root: bool = False  # OPENSPEC_AUTO_PROJECT_ROOT: under that, at the project's path from home
+
+
 class HttpConfig(_Base, frozen=True):
     host: str = "127.0.0.1"
     port: Annotated[int, Meta(ge=0, le=65535)] = 8765
@@ -124,10 +131,16 @@ class Config(_Base, frozen=True):
     http: HttpConfig = HttpConfig()
     memory: MemoryConfig = MemoryConfig()
     knowledge: KnowledgeConfig = KnowledgeConfig()
+    openspec: OpenSpecConfig = OpenSpecConfig()
 
     @property
     def root_path(self) -> Path:
         return Path(self.root).expanduser().resolve()
+
+    @property
+    def openspec_project(self) -> tuple[Path, bool]:
+        """The folder holding the OpenSpec workspace (`openspec/`), and whether to create it."""
+        return openspec_project(self.root_path, self.openspec.root, self.openspec.auto_project_root, Path.home())
 
     @property
     def session_log_dir(self) -> Path | None:
@@ -188,6 +201,8 @@ ENV: dict[str, str] = {
     "EMERGENT_URL": "emergent.url",
     "EMERGENT_API_KEY": "emergent.api_key",
     "EMERGENT_PROJECT_ID": "emergent.project_id",
+    "OPENSPEC_ROOT": "openspec.root",
+    "OPENSPEC_AUTO_PROJECT_ROOT": "openspec.auto_project_root",
 }
 # Dotted setting -> the `specactor serve` flag that sets it (cli.py's parser defines them).
 FLAGS: dict[str, str] = {
@@ -226,6 +241,8 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     for name, value in environ.items():
         if name in ENV:
+            if name.startswith("OPENSPEC_") and not value.strip():
+                continue  # the OpenSpec CLI reads an empty variable as unset
             key = ENV[name]
             _put(tree, key, [v.strip() for v in value.split(",") if v.strip()] if key in LIST_KEYS else value)
         elif name.startswith("SPECACTOR_") and name not in ENV_ELSEWHERE:
@@ -355,6 +372,23 @@ def _check(config: Config, merged: dict[str, Any], sources: Sources) -> None:
     if config.graph_enabled and not config.emergent.api_key:
         raise ConfigError("graph sync is enabled but EMERGENT_API_KEY is not set "
                           "(set it, or the config key emergent.api_key, or disable the graph toolset)")
+
+
+def openspec_project(cwd: Path, root: str | None, auto: bool, home: Path) -> tuple[Path, bool]:
+    """The project folder holding `openspec/`, and whether to create it, by the seed's three rules:
+    `cwd` (the server root); with `root` (OPENSPEC_ROOT), `root`; with `auto` as well,
+    `root/<cwd relative to home>` (or to its anchor, outside home), created on first use."""
+    base = (root or "").strip()
+    if not base:
+        return cwd, False
+    resolved = Path(base).expanduser().resolve()
+    if not auto:
+        return resolved, False
+    try:
+        relative = cwd.relative_to(home.resolve())
+    except ValueError:
+        relative = cwd.relative_to(cwd.anchor)
+    return resolved / relative, True
 
 
 def _leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
