@@ -25,6 +25,7 @@ from specactor.actors.runtime import TrioRuntime
 from specactor.actors.session_log import Flush, SessionLogActor
 from specactor.actors.stdio import StdioFds, StdioTransport
 from specactor.actors.storage import StorageActor
+from specactor.actors.storages import Storages
 from specactor.actors.supervisor import ChildSpec, Supervisor
 from specactor.config import Config, ConfigError
 from specactor.logsetup import get_logger
@@ -66,7 +67,8 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
     """
     runtime = TrioRuntime(config.worker_threads)
     metrics = MetricsActor()
-    storage = StorageActor(config.root_path, use_log=config.storage_log)
+    feed = ChangeFeed()
+    storage = StorageActor(config.root_path, use_log=config.storage_log, feed=feed)
     registry = Registry(config.toolsets)
 
     def redacted(tool: str) -> bool:
@@ -80,8 +82,8 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
                                   max_age_days=logs.max_age_days, max_total_bytes=logs.max_total_bytes,
                                   redacts=redacted if logs.redact_memory else None)
     supervisor = Supervisor()
-    services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime, feed=ChangeFeed(),
-                        supervisor=supervisor)
+    services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime, feed=feed,
+                        supervisor=supervisor, storages=Storages(storage, supervisor, feed))
     core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,

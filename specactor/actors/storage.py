@@ -7,6 +7,12 @@ lock on `<root>/.specactor/workspace.lock`, so two specactor processes on one wo
 serialise their read-modify-write transactions and never lose an update. Paths are checked
 first: nothing outside the root is read or written, and a symlink that leads out of it is
 refused (reads walk each path through `actors/confined.py`).
+
+Each committed transaction that wrote something is published on the change feed, once, from
+the event loop, after its commit and before its caller is answered: the paths it wrote and
+removed (relative to the root), its toolset, its kind. In a group commit each transaction is
+one event, in commit order. An archive's files moved outside the commit (`Tx.changed`) are
+published with its transaction.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import functools
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +33,7 @@ import outcome
 import trio
 
 from specactor.actors import wal
+from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.confined import Confined, read_confined
 from specactor.actors.files import (
     PathEscape,
@@ -43,6 +50,7 @@ from specactor.actors.files import (
     unlink_quietly,
 )
 from specactor.actors.mailbox import Mailbox
+from specactor.domain.changes import Change, Kind, kind_of
 from specactor.logsetup import get_logger
 
 T = TypeVar("T")
@@ -77,6 +85,7 @@ class Tx:
     base: Tx | None = None  # the earlier transactions of a group commit, not yet on disk
     settle_hook: Callable[[], None] | None = None
     files: Confined | None = None  # reads go through it (one per transaction: it keeps folders open)
+    outside: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # see `changed`
 
     def settle(self) -> None:
         """Make every write acknowledged so far durable on disk (the write-ahead log's
@@ -84,6 +93,18 @@ class Tx:
         directory. Not this transaction's own writes, nor its group's: they commit after it."""
         if self.settle_hook is not None:
             self.settle_hook()
+
+    def changed(self, written: Iterable[str] = (), removed: Iterable[str] = ()) -> None:
+        """Paths this transaction changed on disk itself, outside its staged writes (an archive
+        moves a folder): published on the change feed with its writes."""
+        self.outside[0].extend(written)
+        self.outside[1].extend(removed)
+
+    def published(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The paths written and removed, for the change feed: staged writes, then `changed`."""
+        written = [rel for rel, data in self.writes.items() if data is not None]
+        removed = [rel for rel, data in self.writes.items() if data is None]
+        return (*dict.fromkeys([*written, *self.outside[0]]),), (*dict.fromkeys([*removed, *self.outside[1]]),)
 
     def read(self, rel: str) -> bytes | None:
         key = normal_relative(rel)  # "./a" and "d//a" are the same files as "a" and "d/a"
@@ -141,6 +162,17 @@ class Tx:
 @dataclass(frozen=True)
 class Transact:
     fn: Callable[[Tx], Any]
+    toolset: str = ""  # who writes, for the change feed
+    kind: Kind | None = None  # the event's kind, when the writer knows better than `kind_of`
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What a transaction did, for the change feed (`published` is empty when it wrote nothing)."""
+
+    body: Transact
+    written: tuple[str, ...]
+    removed: tuple[str, ...]
 
 
 # A group commit takes at most the mailbox's worth of transactions: what queued up while the
@@ -154,10 +186,13 @@ class StorageActor:
         lock_path: the inter-process lock file (default `<root>/.specactor/workspace.lock`).
         use_log: commit through the write-ahead log beside the lock file (`actors/wal.py`) where
             the kernel names its boot (Linux); else every commit fsyncs its files and directories.
+        feed: where committed transactions are published (None: nowhere).
     """
 
-    def __init__(self, root: Path, *, lock_path: Path | None = None, use_log: bool = True) -> None:
+    def __init__(self, root: Path, *, lock_path: Path | None = None, use_log: bool = True,
+                 feed: ChangeFeed | None = None) -> None:
         self.root = root
+        self.feed = feed
         self.lock_path = lock_path or root / ".specactor" / "workspace.lock"
         # Writers wait for their answer, so the queue holds at most one letter per in-flight
         # request; 64 lets a burst queue up without the callers blocking on the send itself.
@@ -173,9 +208,12 @@ class StorageActor:
 
     # ------------------------------------------------------------------ client API
 
-    async def transact(self, fn: Callable[[Tx], T], timeout: float = 30.0) -> T:
-        """Run `fn(tx)` under the workspace lock on a worker thread, then commit its writes atomically."""
-        result: T = await self.mailbox.call(Transact(fn), timeout)
+    async def transact(self, fn: Callable[[Tx], T], timeout: float = 30.0, *, toolset: str = "",
+                       kind: Kind | None = None) -> T:
+        """Run `fn(tx)` under the workspace lock on a worker thread, then commit its writes
+        atomically and publish them on the change feed as `toolset`'s, of `kind` (default: as
+        their paths say, `kind_of`)."""
+        result: T = await self.mailbox.call(Transact(fn, toolset, kind), timeout)
         return result
 
     async def write(self, rel: str, data: bytes, timeout: float = 30.0) -> None:
@@ -219,13 +257,25 @@ class StorageActor:
         with contextlib.ExitStack() as answered:
             for one in group:
                 answered.enter_context(one)
+            committed: list[Committed] = []
             try:
                 # Never abandoned on cancel: a commit in progress finishes.
-                results = await trio.to_thread.run_sync(self._run_group, [one.body.fn for one in group])
+                results = await trio.to_thread.run_sync(self._run_group, [one.body for one in group], committed)
             except Exception as exc:  # the workspace lock could not be had: nothing ran
                 results = [outcome.Error(exc)] * len(group)
+            self._publish(committed)  # before the answers: a caller answered finds its write on the feed
             for one, result in zip(group, results, strict=True):
                 one.answer(result)
+
+    def _publish(self, committed: list[Committed]) -> None:
+        if self.feed is None:
+            return
+        workspace = str(self.root)
+        for done in committed:
+            paths = done.written + done.removed
+            self.feed.publish(Change(workspace=workspace, toolset=done.body.toolset,
+                                     kind=done.body.kind or kind_of(done.body.toolset, paths),
+                                     written=done.written, removed=done.removed))
 
     async def _checkpoint_in_thread(self) -> None:
         try:
@@ -234,8 +284,8 @@ class StorageActor:
             log.warning("write-ahead log checkpoint failed", error=repr(exc))
 
     def transact_blocking(self, fn: Callable[[Tx], T]) -> T:
-        """`transact` for code already on a worker thread (or a storage rooted elsewhere that no
-        actor task serves): the same lock, the same atomic commit, in the calling thread."""
+        """`transact` for code with no event loop (tools, tests): the same lock, the same atomic
+        commit, in the calling thread, but published nowhere. Toolsets use `transact`."""
         result: T = self._run_tx(fn)
         return result
 
@@ -247,33 +297,41 @@ class StorageActor:
             self._settle()
 
     def _run_tx(self, fn: Callable[[Tx], Any]) -> Any:
-        return self._run_group([fn])[0].unwrap()
+        return self._run_group([Transact(fn)], [])[0].unwrap()
 
-    def _run_group(self, fns: list[Callable[[Tx], Any]]) -> list[outcome.Outcome[Any]]:
+    def _run_group(self, bodies: list[Transact], committed: list[Committed]) -> list[outcome.Outcome[Any]]:
         """Group commit: run queued transactions one after another under one lock, each reading
         the workspace as the ones before it left it, then commit what they wrote in one go (one
         log record, or one round of fsyncs, for the lot). A transaction that raises is left out
-        and fails alone; if the commit fails, every one of them fails and none is acknowledged."""
+        and fails alone; if the commit fails, every one of them fails and none is acknowledged.
+        Appends to `committed`, in commit order, what each transaction that wrote did (a failed
+        commit keeps only what they changed outside it, which is on disk all the same)."""
         with self._locked():
             self._prepare()
             group = Tx(self.root)
             results: list[outcome.Outcome[Any]] = []
-            for fn in fns:
+            done: list[tuple[Transact, Tx]] = []
+            for body in bodies:
                 with Confined(self.root) as files:
                     tx = Tx(self.root, base=group, settle_hook=self._settle, files=files)
                     try:
-                        value = fn(tx)
+                        value = body.fn(tx)
                     except Exception as exc:
                         results.append(outcome.Error(exc))
+                        if tx.outside != ([], []):
+                            done.append((body, Tx(self.root, outside=tx.outside)))
                         continue
                 group.absorb(tx)
                 results.append(outcome.Value(value))
+                done.append((body, tx))
             try:
                 self._commit(group)
             except Exception as exc:
+                committed += _committed([(body, Tx(self.root, outside=tx.outside)) for body, tx in done])
                 return [outcome.Error(exc) if isinstance(r, outcome.Value) else r for r in results]
             self.commits += sum(isinstance(r, outcome.Value) for r in results)
             self.groups += 1
+            committed += _committed(done)
             return results
 
     # ------------------------------------------------------------------ the write-ahead log
@@ -404,6 +462,16 @@ class StorageActor:
 
     def _locked(self) -> _FileLock:
         return _FileLock(self.lock_path)
+
+
+def _committed(done: list[tuple[Transact, Tx]]) -> list[Committed]:
+    """The feed's view of transactions that ran: those that changed something."""
+    out = []
+    for body, tx in done:
+        written, removed = tx.published()
+        if written or removed:
+            out.append(Committed(body, written, removed))
+    return out
 
 
 def _sync_or_report(paths: list[Path]) -> None:

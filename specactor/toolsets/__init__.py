@@ -15,6 +15,7 @@ from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.storage import StorageActor
+from specactor.actors.storages import Storages
 from specactor.actors.supervisor import Supervisor
 from specactor.config import Config
 from specactor.protocol.registry import Registry
@@ -25,7 +26,8 @@ class Services:
     """The actor handles a toolset may use, passed explicitly (no ambient registry).
 
     `feed` is where every committed write is published; `supervisor.ensure` starts an actor on
-    demand, under supervision, in the app's root nursery.
+    demand, under supervision, in the app's root nursery. `storage` is the server root's storage
+    actor; `storages.get(root)` is any workspace root's (the server's, or one started on demand).
     """
 
     config: Config
@@ -34,6 +36,7 @@ class Services:
     runtime: TrioRuntime
     feed: ChangeFeed
     supervisor: Supervisor
+    storages: Storages
 
 
 # toolset name -> module with `register(registry, services)`; a toolset whose module does not
