@@ -1,31 +1,26 @@
 """The `airsspec` toolset: the AirsSpec workflow (seed 002) as 12 tools, 6 resources, 5 prompts.
 
-Glue only: the rules live in `specactor.domain.airsspec`. Writes run as storage-actor
-transactions (atomic, under the inter-process workspace lock); reads go through the domain's
-`Catalog` on a worker thread, which re-parses a file only when its stat changes. The workspace
-is the nearest directory, from the server root upwards, holding `.airsspec/config.toml`; with
-none, the first write creates one at the server root.
+Glue only: the rules live in `specactor.domain.airsspec`, the disk in `specactor.fs.airsspec_fs`.
+Writes are transactions of the workspace root's storage actor (atomic, under the inter-process
+workspace lock; started on demand, `Services.storages`), each published on the change feed;
+reads go through the domain's `Catalog` on a worker thread, which re-parses a file only when its
+stat changes. The workspace is the nearest directory, from the server root upwards, holding
+`.airsspec/config.toml`; with none, the first write creates one at the server root.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-import os
-import stat as stat_mode
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from specactor.actors.confined import Confined
-from specactor.actors.files import read_fd
-from specactor.actors.storage import LockBusy, PathEscape, StorageActor, Tx
+from specactor.actors.storage import LockBusy, PathEscape, Tx
 from specactor.domain.airsspec import api, layout, transactions, views, vocab, workflow
-from specactor.domain.airsspec.catalog import Catalog, StatKey, Summary
+from specactor.domain.airsspec.catalog import Catalog, Summary
 from specactor.domain.airsspec.configfile import render as render_config
 from specactor.domain.airsspec.dependencies import DepState, check
 from specactor.domain.airsspec.documents import Documents, decode
@@ -36,6 +31,8 @@ from specactor.domain.airsspec.prompts import PROMPTS
 from specactor.domain.airsspec.prompts import render as render_prompt
 from specactor.domain.airsspec.statefile import render as render_state
 from specactor.domain.airsspec.text import timestamp
+from specactor.domain.changes import Kind
+from specactor.fs.airsspec_fs import AirsSpecDisk, OsFiles
 from specactor.protocol.context import Completer, RequestContext
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ResourceNotFound, ToolError
 from specactor.protocol.registry import Registry
@@ -54,112 +51,31 @@ def clock() -> float:
     return time.time()
 
 
-class OsFiles:
-    """The catalog's `Files` port over one workspace directory, through `Confined`: a symlink is
-    never followed. One at a final component reads as no file; one on the way (`.airsspec`,
-    `specs`, a spec's folder) raises PathEscape naming it. Close it after the operation."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.files = Confined(root, links=False)
-
-    def close(self) -> None:
-        self.files.close()
-
-    def stat(self, rel: str) -> StatKey | None:
-        st = self.files.stat(rel, follow=False)
-        if st is None or not stat_mode.S_ISREG(st.st_mode):
-            return None
-        return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-    def read(self, rel: str) -> bytes | None:
-        try:
-            fd = self.files.open(rel, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put there must not hang us
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-        try:
-            return read_fd(fd) if stat_mode.S_ISREG(os.fstat(fd).st_mode) else None
-        finally:
-            os.close(fd)
-
-    def spec_dirs(self) -> list[str]:
-        try:
-            return [e.name for e in self.files.scandir(layout.SPECS) if e.is_dir(follow_symlinks=False)]
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-
-    def is_dir(self, rel: str) -> bool:
-        st = self.files.stat(rel, follow=False)
-        return st is not None and stat_mode.S_ISDIR(st.st_mode)
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-
 class Workspace:
-    """Where `.airsspec/` is, how to write there, and the read model of what it holds."""
+    """Where `.airsspec/` is (`AirsSpecDisk`), how to read it (on a worker thread) and how to
+    write there (the storage actor of its root, started on demand)."""
 
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.server_root = services.storage.root  # the resolved config root
         self.documents = Documents()  # parse memo, shared by reads and transactions
-        self.catalog = Catalog(self.documents)
-        self.lock = threading.Lock()  # the catalog is shared by worker threads
-        self._catalog_root: Path | None = None
-        self._found: Path | None = None
-        self._parents: dict[Path, StorageActor] = {}
-        self._cache: dict[str, tuple[int, Any]] = {}  # derived views, keyed by catalog version
-
-    def root(self) -> Path:
-        """The nearest directory from the server root upwards with `.airsspec/config.toml`, else the
-        server root (where the first write creates the workspace). Blocking: call on a worker thread."""
-        if self._found is not None:
-            return self._found
-        for directory in (self.server_root, *self.server_root.parents):
-            if os.path.islink(directory / layout.AIRSSPEC):
-                continue  # never follow `.airsspec` out of where it appears to be
-            if (directory / layout.CONFIG).is_file():
-                self._found = directory
-                return directory
-        return self.server_root
+        self.disk = AirsSpecDisk(services.storage.root, self.documents)  # the storage root is resolved
 
     async def read(self, fn: Callable[[Catalog, OsFiles], T]) -> T:
         """Run `fn(catalog, files)` on a worker thread, holding the catalog lock."""
-        def run() -> T:
-            root = self.root()
-            with self.lock:
-                if root != self._catalog_root:  # the workspace appeared (or moved): start afresh
-                    self.catalog, self._catalog_root = Catalog(self.documents), root
-                    self._cache.clear()
-                files = OsFiles(root)
-                try:
-                    return fn(self.catalog, files)
-                finally:
-                    files.close()
+        return await self.services.runtime.run_sync(self.disk.read, fn)
 
-        return await self.services.runtime.run_sync(run)
-
-    async def transact(self, fn: Callable[[Tx], T]) -> T:
-        """A storage transaction on the workspace: the server's storage actor when the workspace is
-        the server root, else one rooted at the workspace (same lock file as its own server's)."""
+    async def transact(self, fn: Callable[[Tx], T], kind: Kind) -> T:
+        """A storage transaction on the workspace, published on the change feed as `kind`."""
         # Once found, the root is remembered: no trip to a worker thread to learn it again.
-        root = self._found if self._found is not None else await self.services.runtime.run_sync(self.root)
-        storage = self.services.storage
-        if root == storage.root:
-            return await storage.transact(fn)
-        parent = self._parents.setdefault(root, StorageActor(root, use_log=storage.use_log))
-        # Not running as an actor (this glue owns no nursery): its blocking transaction runs on
-        # a worker thread, under the same inter-process lock, with the same atomic commit.
-        return await self.services.runtime.run_sync(parent.transact_blocking, fn)
+        root = self.disk.found
+        if root is None:
+            root = await self.services.runtime.run_sync(self.disk.root)
+        storage = await self.services.storages.get(root)
+        return await storage.transact(fn, toolset=TOOLSET, kind=kind)
 
     def cached(self, name: str, build: Callable[[], T]) -> T:
-        """`build()`'s value, remembered until the catalog's index changes (call under the lock)."""
-        seen = self._cache.get(name)
-        if seen is not None and seen[0] == self.catalog.version:
-            return seen[1]  # type: ignore[no-any-return]
-        value = build()
-        self._cache[name] = (self.catalog.version, value)
-        return value
+        """`build()`'s value, remembered until the catalog's index changes (call inside `read`)."""
+        return self.disk.cached(name, build)
 
     def config(self, files: OsFiles) -> ProjectConfig:
         found = transactions.read_config(files.read, files.root.name)
@@ -238,17 +154,10 @@ def register(registry: Registry, services: Services) -> None:
     ws = Workspace(services)
     docs = ws.documents
 
-    def changed(spec_id: str) -> None:
-        """Tell subscribers of the spec's resources (and of the index) that they changed."""
-        for suffix in ("", "/spec", "/plan", "/state"):
-            registry.resource_updated(f"airsspec:///{spec_id}{suffix}")
-        registry.resource_updated("airsspec:///specs")
-
-    async def update(spec_id: str, operation: transactions.Operation) -> tuple[Bundle, Bundle]:
-        old, new = await ws.transact(lambda tx: transactions.update(tx, docs, spec_id, operation))
-        if new != old:
-            changed(spec_id)
-        return old, new
+    # Subscribers of the spec's resources hear of a write from the change feed (the resource
+    # notifier reads it), as they hear of edits by hand or by another process.
+    async def update(spec_id: str, operation: transactions.Operation, kind: Kind = "spec") -> tuple[Bundle, Bundle]:
+        return await ws.transact(lambda tx: transactions.update(tx, docs, spec_id, operation), kind)
 
     def tool(name: str, description: str, input: type[Any], output: type[Any]) -> Callable[[Any], Any]:
         def wrap(fn: Any) -> Any:
@@ -266,8 +175,7 @@ def register(registry: Registry, services: Services) -> None:
         b = await ws.transact(lambda tx: transactions.create(
             tx, docs, title=args.title, description=args.description, category=_category(args.category),
             content=_opt(args.content), dependencies=deps, unix_seconds=seconds, now=now,
-            default_name=tx.root.name))
-        changed(b.spec_id)
+            default_name=tx.root.name), "spec")
         return api.SpecCreateOut(spec_id=b.spec_id, created=True, path=layout.spec_dir(b.spec_id))
 
     @tool("spec_update", "Update spec content or metadata", api.SpecUpdateIn, api.SpecUpdateOut)
@@ -328,7 +236,8 @@ def register(registry: Registry, services: Services) -> None:
     @tool("plan_create", "Create an actionable plan from a spec", api.PlanCreateIn, api.PlanCreateOut)
     async def plan_create(args: api.PlanCreateIn, ctx: RequestContext) -> api.PlanCreateOut:
         _, now = _now()
-        _, new = await update(args.spec_id, lambda b: workflow.create_plan(b, args.approach, _steps(args.steps), now))
+        _, new = await update(args.spec_id, lambda b: workflow.create_plan(b, args.approach, _steps(args.steps), now),
+                              "plan")
         total = len(new.plan.steps) if new.plan else 0
         return api.PlanCreateOut(spec_id=new.spec_id, plan_created=True, total_steps=total,
                                  path=layout.plan_file(new.spec_id))
@@ -337,7 +246,7 @@ def register(registry: Registry, services: Services) -> None:
     async def plan_update(args: api.PlanUpdateIn, ctx: RequestContext) -> api.PlanUpdateOut:
         _, now = _now()
         steps = _steps(args.steps) if isinstance(args.steps, list) else None
-        _, new = await update(args.spec_id, lambda b: workflow.update_plan(b, _opt(args.approach), steps, now))
+        _, new = await update(args.spec_id, lambda b: workflow.update_plan(b, _opt(args.approach), steps, now), "plan")
         assert new.plan is not None
         return api.PlanUpdateOut(spec_id=new.spec_id, updated=True, total_steps=len(new.plan.steps),
                                  updated_at=new.plan.updated_at, path=layout.plan_file(new.spec_id))
@@ -346,7 +255,7 @@ def register(registry: Registry, services: Services) -> None:
     async def plan_step_complete(args: api.PlanStepCompleteIn, ctx: RequestContext) -> api.PlanStepCompleteOut:
         _, now = _now()
         _, new = await update(args.spec_id,
-                              lambda b: workflow.complete_step(b, args.step_index, _opt(args.notes), now))
+                              lambda b: workflow.complete_step(b, args.step_index, _opt(args.notes), now), "plan")
         assert new.plan is not None
         return api.PlanStepCompleteOut(spec_id=new.spec_id, step_index=args.step_index,
                                        step_title=new.plan.steps[args.step_index].title, completed=True,
@@ -359,8 +268,7 @@ def register(registry: Registry, services: Services) -> None:
     async def build_start(args: api.BuildStartIn, ctx: RequestContext) -> api.BuildStartOut:
         _, now = _now()
         _, new = await ws.transact(lambda tx: transactions.start_build(tx, docs, args.spec_id, args.plan_approved,
-                                                                        now))
-        changed(new.spec_id)
+                                                                        now), "spec")
         return api.BuildStartOut(spec_id=new.spec_id, build_started=True, phase="build",
                                  plan_steps=len(new.plan.steps) if new.plan else 0)
 

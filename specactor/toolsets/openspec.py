@@ -2,15 +2,16 @@
 
 Workspace: `{root}/openspec/`, or `$OPENSPEC_ROOT/openspec/`, or with
 `OPENSPEC_AUTO_PROJECT_ROOT=true` `$OPENSPEC_ROOT/<project path relative to $HOME>/openspec/`
-(created). Reads go through the domain's `CachedSource` over `OsFileSystem` (inotify-invalidated
-on Linux, stat-keyed elsewhere), which never follows a symlink out of `openspec/`. Writes go
-through a storage actor rooted at the project (the parent of `openspec/`); archive is made
-all-or-nothing by a redo journal (`apply_archive`, `recover`).
+(created on first use); `Config.openspec_project` resolves it. Reads go through the domain's
+`CachedSource` over `OsFileSystem` (`fs/openspec_fs.py`: inotify-invalidated on Linux,
+stat-keyed elsewhere), which never follows a symlink out of `openspec/`. Writes are transactions
+of the project's storage actor (the parent of `openspec/`; started on demand,
+`Services.storages`), each published on the change feed; archive is made all-or-nothing by a
+redo journal (`apply_archive`, `recover`).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from specactor.actors.openspec_fs import JOURNAL, OsFileSystem, PendingJournal, apply_archive, recover
-from specactor.actors.storage import PathEscape, StorageActor, Tx
+from specactor.actors.storage import PathEscape, Tx
+from specactor.domain.changes import Kind
 from specactor.domain.openspec import templates
 from specactor.domain.openspec.cache import CachedSource
 from specactor.domain.openspec.errors import Blocked, EditRefused, Missing
@@ -50,6 +51,14 @@ from specactor.domain.openspec.model import (
     ValidateOut,
 )
 from specactor.domain.openspec.source import Source, Staged, active_change_ids, spec_ids
+from specactor.fs.openspec_fs import (
+    OsFileSystem,
+    PendingJournal,
+    apply_archive,
+    ensure_workspace,
+    journal_pending,
+    recover,
+)
 from specactor.logsetup import get_logger
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ResourceNotFound, ToolError
@@ -74,35 +83,17 @@ MD = "text/markdown"
 # ---------------------------------------------------------------------- the disk
 
 
-def resolve_workspace(cwd: Path, environ: Mapping[str, str], home: Path) -> tuple[Path, bool]:
-    """The project root holding `openspec/`, and whether to create it (the seed's three rules)."""
-    base = environ.get("OPENSPEC_ROOT", "").strip()
-    if not base:
-        return cwd, False
-    root = Path(base).expanduser().resolve()
-    if environ.get("OPENSPEC_AUTO_PROJECT_ROOT", "").strip().lower() != "true":
-        return root, False
-    try:
-        relative = cwd.relative_to(home.resolve())
-    except ValueError:
-        relative = cwd.relative_to(cwd.anchor)
-    return root / relative, True
-
-
 class Workspace:
     """One project's `openspec/` directory: its cached reader, its writer, its archive journal."""
 
-    def __init__(self, project: Path, services: Services) -> None:
+    def __init__(self, project: Path, services: Services, *, create: bool = False) -> None:
         self.project = project
         self.openspec = project / "openspec"
         self.fs = OsFileSystem(self.openspec)
         self.source = CachedSource(self.fs)
         self.runtime = services.runtime
-        self.shared = services.storage.root.resolve() == project.resolve()
-        # Outside the server root a second storage actor is needed, but a toolset gets no nursery to
-        # run one in: its transactions run with `transact_blocking` on a worker thread instead,
-        # under the same flock and with the same atomic commit.
-        self.storage = services.storage if self.shared else StorageActor(project, use_log=services.storage.use_log)
+        self.storages = services.storages
+        self.create = create  # make `openspec/` on first use (OPENSPEC_AUTO_PROJECT_ROOT)
 
     def root(self) -> Root:
         return Root(str(self.project), "nearest")
@@ -122,10 +113,16 @@ class Workspace:
                     staged[key[len("openspec/"):]] = data
         return Staged(self.source, staged) if staged else self.source
 
+    def _created(self) -> None:
+        if self.create:
+            ensure_workspace(self.openspec)
+            self.create = False
+
     async def read(self, fn: Callable[[], T]) -> T:
         """Run a read on a worker thread, first finishing any archive a crash interrupted."""
         def run() -> T:
-            if os.path.exists(self.project / JOURNAL):
+            self._created()
+            if journal_pending(self.project):
                 raise PendingJournal
             self.source.refresh()
             with self.fs.operation():
@@ -136,20 +133,21 @@ class Workspace:
         except PendingJournal:
             return await self.write(lambda tx: fn())
 
-    async def write(self, fn: Callable[[Tx], T]) -> T:
-        """A read-modify-write under the workspace lock; the journal is recovered first."""
+    async def write(self, fn: Callable[[Tx], T], kind: Kind | None = None) -> T:
+        """A read-modify-write under the workspace lock, published on the change feed as `kind`
+        (else as its paths say); the journal is recovered first."""
         def txn(tx: Tx) -> T:
-            if os.path.exists(self.project / JOURNAL):  # redoing an archive moves files: settle first
+            self._created()
+            if journal_pending(self.project):  # redoing an archive moves files: settle first
                 tx.settle()
-                recover(self.project)
+                tx.changed(*recover(self.project))
             self.source.refresh()
             with self.fs.operation():  # (an archive moves a folder, then reads nothing more)
                 return fn(tx)
 
         try:
-            if self.shared:
-                return await self.storage.transact(txn)
-            return await self.runtime.run_sync(self.storage.transact_blocking, txn)  # see __init__
+            storage = await self.storages.get(self.project)
+            return await storage.transact(txn, toolset=TOOLSET, kind=kind)
         except PathEscape as err:  # a symlink inside openspec/ leading out of it
             raise ToolError("INVALID_INPUT", str(err)) from None
 
@@ -199,12 +197,10 @@ def _checked(kind: str, value: str, uri: str) -> str:
 
 
 def register(registry: Registry, services: Services) -> None:
-    project, create = resolve_workspace(services.config.root_path, os.environ, Path.home())
-    if create:
-        (project / "openspec").mkdir(parents=True, exist_ok=True)
-    ws = Workspace(project, services)
-    log.debug("openspec workspace", openspec=str(ws.openspec), shared_storage=ws.shared,
-              openspec_root=os.environ.get("OPENSPEC_ROOT"), auto=os.environ.get("OPENSPEC_AUTO_PROJECT_ROOT"))
+    project, create = services.config.openspec_project
+    ws = Workspace(project, services, create=create)
+    log.debug("openspec workspace", openspec=str(ws.openspec), create=create,
+              openspec_root=services.config.openspec.root, auto=services.config.openspec.auto_project_root)
     _register_tools(registry, ws)
     _register_resources(registry, ws)
     _register_prompts(registry)
@@ -394,7 +390,7 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
     async def archive(args: ArchiveIn, ctx: RequestContext) -> ArchiveOut:
         today = datetime.now().strftime("%Y-%m-%d")  # the CLI 1.x archives under the local date
 
-        def run(view: Source = src) -> ArchiveOut:
+        def run(view: Source = src, tx: Tx | None = None) -> ArchiveOut:
             from specactor.domain.openspec.archive import plan_archive
 
             ws.guard(f"changes/{args.changeId}")
@@ -402,23 +398,25 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
                                  update_specs=args.updateSpecs)
             if args.dryRun:
                 return ArchiveOut(found.record, ws.root(), dryRun=True, specs=found.specs)
+            assert tx is not None  # an archive that writes runs in a transaction (`settled_run`)
             if isinstance(view, Staged) and _overlaps(view.staged, found.writes, found.deletes, found.move):
                 raise _Requeue
-            apply_archive(ws.project, {f"openspec/{rel}": data for rel, data in found.writes.items()},
-                          [f"openspec/{rel}" for rel in found.deletes],
-                          (f"openspec/{found.move[0]}", f"openspec/{found.move[1]}"))
+            # On disk at once, not in the group commit: the feed hears of it with this transaction.
+            tx.changed(*apply_archive(ws.project, {f"openspec/{rel}": data for rel, data in found.writes.items()},
+                                      [f"openspec/{rel}" for rel in found.deletes],
+                                      (f"openspec/{found.move[0]}", f"openspec/{found.move[1]}")))
             return ArchiveOut(found.record, ws.root())
 
         def settled_run(tx: Tx) -> ArchiveOut:
             tx.settle()  # the archive moves files the write-ahead log may name: make them durable first
-            return run(ws.view(tx))
+            return run(ws.view(tx), tx)
 
         try:
             if args.dryRun:
                 return await ws.read(run)
             for _ in range(REQUEUES):
                 try:
-                    return await ws.write(settled_run)
+                    return await ws.write(settled_run, "change")
                 except _Requeue:
                     continue
             raise ToolError("CONFLICT", f"Change '{args.changeId}' kept being written by concurrent calls; archive "

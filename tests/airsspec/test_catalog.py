@@ -9,7 +9,7 @@ from specactor.actors.storage import StorageActor, Tx
 from specactor.domain.airsspec import layout, transactions, workflow
 from specactor.domain.airsspec.catalog import Catalog, Summary
 from specactor.domain.airsspec.documents import Documents
-from specactor.toolsets.airsspec import OsFiles
+from specactor.fs.airsspec_fs import OsFiles
 
 NOW = "2026-01-24T10:00:00Z"
 

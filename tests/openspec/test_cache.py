@@ -6,11 +6,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from specactor.actors.openspec_fs import OsFileSystem
 from specactor.domain.openspec.cache import RACY_NS, CachedSource, Stat
 from specactor.domain.openspec.model import Root
 from specactor.domain.openspec.source import Entry
 from specactor.domain.openspec.workspace import list_specs
+from specactor.fs.openspec_fs import OsFileSystem
 from tests.openspec.support import call_tool
 from tests.openspec.workspaces import basic, materialise
 

@@ -21,7 +21,7 @@ CHANGE = "add-two-factor-auth"
 KILLER = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    import specactor.actors.openspec_fs as toolset
+    import specactor.fs.openspec_fs as toolset
     from tests.openspec.support import call_tool
 
     root, kill_at = Path(sys.argv[1]), int(sys.argv[2])
@@ -75,7 +75,7 @@ def test_an_archive_killed_at_any_step_is_all_or_nothing(tmp_path: Path, kill_at
 
 def test_a_failed_write_before_the_journal_commit_changes_nothing(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import specactor.actors.openspec_fs as toolset
+    import specactor.fs.openspec_fs as toolset
 
     root = materialise(basic(), tmp_path / "w")
     before = tree(root)

@@ -9,11 +9,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
+from specactor.actors.storages import Storages
+from specactor.config import ConfigError, OpenSpecConfig, load, openspec_project
 from specactor.testing import MemoryClient, open_memory_server
-from specactor.toolsets.openspec import resolve_workspace
 from tests.conftest import check_frames
 from tests.openspec.support import config
 from tests.openspec.workspaces import basic, materialise, nested
@@ -294,27 +296,42 @@ async def test_archive_refuses_incomplete_tasks_unless_forced(tmp_path: Path) ->
 def test_workspace_resolution_follows_the_seed(tmp_path: Path) -> None:
     home = tmp_path / "home"
     project = home / "code" / "app"
-    assert resolve_workspace(project, {}, home) == (project, False)
-    assert resolve_workspace(project, {"OPENSPEC_ROOT": str(tmp_path / "specs")}, home) == (tmp_path / "specs", False)
-    auto = {"OPENSPEC_ROOT": str(tmp_path / "specs"), "OPENSPEC_AUTO_PROJECT_ROOT": "true"}
-    assert resolve_workspace(project, auto, home) == (tmp_path / "specs" / "code" / "app", True)
-    assert resolve_workspace(tmp_path / "elsewhere", auto, home)[0] == tmp_path / "specs" / tmp_path.relative_to("/") \
-        / "elsewhere"
+    specs = str(tmp_path / "specs")
+    assert openspec_project(project, None, False, home) == (project, False)
+    assert openspec_project(project, specs, False, home) == (tmp_path / "specs", False)
+    assert openspec_project(project, specs, True, home) == (tmp_path / "specs" / "code" / "app", True)
+    assert openspec_project(tmp_path / "elsewhere", specs, True, home)[0] == tmp_path / "specs" \
+        / tmp_path.relative_to("/") / "elsewhere"
+
+
+def test_the_openspec_variables_are_settings_read_once_at_load(tmp_path: Path) -> None:
+    environ = {"OPENSPEC_ROOT": str(tmp_path / "specs"), "OPENSPEC_AUTO_PROJECT_ROOT": "true"}
+    loaded = load({"root": str(tmp_path)}, environ)
+    assert loaded.openspec == OpenSpecConfig(root=str(tmp_path / "specs"), auto_project_root=True)
+    assert load({"root": str(tmp_path)}, {"OPENSPEC_ROOT": "", "OPENSPEC_AUTO_PROJECT_ROOT": " "}).openspec \
+        == OpenSpecConfig()  # empty is unset, as the OpenSpec CLI reads it
+    with pytest.raises(ConfigError, match="OPENSPEC_AUTO_PROJECT_ROOT"):
+        load({"root": str(tmp_path)}, {"OPENSPEC_AUTO_PROJECT_ROOT": "maybe"})
 
 
 async def test_an_auto_project_root_is_created_and_written_through_its_own_storage(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("OPENSPEC_ROOT", str(tmp_path / "central"))
-    monkeypatch.setenv("OPENSPEC_AUTO_PROJECT_ROOT", "true")
     project = home / "work" / "app"
     project.mkdir(parents=True)
-    async with server(project) as client:
+    settings = config(project)
+    settings = msgspec.structs.replace(settings, openspec=OpenSpecConfig(root=str(tmp_path / "central"),
+                                                                         auto_project_root=True))
+    async with open_memory_server(settings) as client:
+        await client.initialize()
         target = tmp_path / "central" / "work" / "app" / "openspec"
+        await call(client, "list")  # the first use creates it
         assert target.is_dir()
         created = await call(client, "init")
         ticked = await call(client, "list")
+        assert client.app.supervisor.running(Storages.name(target.parent))  # its own storage actor
+        check_frames(client)
     assert created["data"]["path"] == str(target)
     assert (target / "config.yaml").is_file() and not (project / "openspec").exists()
     assert ticked["data"]["root"]["path"] == str(target.parent)

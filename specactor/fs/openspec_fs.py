@@ -1,7 +1,9 @@
 """The OpenSpec toolset's file system: inotify-backed change detection, the OS reads the domain's
 cache validates, and the archive journal that makes an archive all or nothing.
 
-This is I/O, so it lives with the actors; the toolset glues it to the pure `domain/openspec`.
+Blocking I/O, run on worker threads (reads) or inside a storage actor's transaction (the
+archive); the toolset glues it to the pure `domain/openspec`. An archive reports the paths it
+wrote and removed (`Archived`), for the change feed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from specactor.actors.confined import Confined, read_confined
 from specactor.actors.storage import PathEscape, atomic_write, fsync_dir, resolve_inside
@@ -193,7 +196,26 @@ class PendingJournal(Exception):
     """A committed archive journal waits to be redone."""
 
 
-def apply_archive(project: Path, writes: dict[str, bytes], deletes: list[str], move: tuple[str, str]) -> None:
+class Archived(NamedTuple):
+    """What an archive did on disk, relative to the project: the specs it merged and the change's
+    files at their archived place (written), the change's files where they were and the specs
+    it retired (removed)."""
+
+    written: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+def journal_pending(project: Path) -> bool:
+    """Whether an archive a crash interrupted waits to be redone (`recover`)."""
+    return os.path.exists(project / JOURNAL)
+
+
+def ensure_workspace(openspec: Path) -> None:
+    """Create an `openspec/` folder that the settings say to create (OPENSPEC_AUTO_PROJECT_ROOT)."""
+    openspec.mkdir(parents=True, exist_ok=True)
+
+
+def apply_archive(project: Path, writes: dict[str, bytes], deletes: list[str], move: tuple[str, str]) -> Archived:
     """Commit the journal (atomically: that is the commit point), then redo it. Every path is
     checked first: one that a symlink leads out of the workspace refuses the archive (PathEscape)
     before the commit point, rather than leave a journal that can never be redone."""
@@ -202,16 +224,27 @@ def apply_archive(project: Path, writes: dict[str, bytes], deletes: list[str], m
     journal = {"writes": {rel: base64.b64encode(data).decode() for rel, data in writes.items()},
                "deletes": deletes, "move": list(move)}
     atomic_write(resolve_inside(project, JOURNAL), json.dumps(journal).encode())
-    recover(project)
+    return recover(project)
 
 
-def recover(project: Path) -> None:
+def _files_under(directory: Path) -> list[str]:
+    """The files (and symlinks) below `directory`, relative to it, `/`-separated; no link followed."""
+    found = []
+    for folder, dirs, files in os.walk(directory):
+        base = Path(folder).relative_to(directory)
+        names = files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+        found += [(base / name).as_posix() for name in names]
+    return sorted(found)
+
+
+def recover(project: Path) -> Archived:
     """Redo a committed archive: write its specs, move the change, drop the journal. Idempotent,
-    so a crash during recovery is recovered the same way."""
+    so a crash during recovery is recovered the same way. Returns what it did (nothing when no
+    journal waits)."""
     path = resolve_inside(project, JOURNAL)
     data = read_confined(project, JOURNAL)
     if data is None:
-        return
+        return Archived()
     journal = json.loads(data)
     for rel, data in journal["writes"].items():
         atomic_write(resolve_inside(project, rel), base64.b64decode(data))
@@ -226,13 +259,17 @@ def recover(project: Path) -> None:
             fsync_dir(directory.parent)
             directory = directory.parent
     source, target = (resolve_inside(project, p) for p in journal["move"])
+    moved: list[str] = []
     if source.is_dir() and not os.path.lexists(target):
+        moved = _files_under(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source, target)
         fsync_dir(source.parent)
         fsync_dir(target.parent)
+    elif not os.path.lexists(source) and target.is_dir() and not target.is_symlink():  # moved before a crash
+        moved = _files_under(target)
     path.unlink()
     fsync_dir(path.parent)
-
-
-# ---------------------------------------------------------------------- registration
+    old, new = journal["move"]
+    return Archived(written=(*journal["writes"], *(f"{new}/{rel}" for rel in moved)),
+                    removed=(*journal["deletes"], *(f"{old}/{rel}" for rel in moved)))
