@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import trio
 
-from specactor.actors.confined import Confined, read_confined
-from specactor.actors.files import PathEscape
 from specactor.config import Config, SessionLogConfig
+from specactor.fs.confined import Confined, read_confined
+from specactor.fs.files import PathEscape
 from specactor.protocol.uritemplate import UriTemplate
 from specactor.testing import MemoryClient, everything, open_memory_server
 from tests.conftest import check_frames, fixture_config

@@ -1,12 +1,12 @@
 """The storage actor: it owns every write to the workspace.
 
-Each write is atomic (temp file in the same directory, swapped into place: `actors/files.py`)
-and durable before it is acknowledged: logged in the write-ahead log (`actors/wal.py`, one
+Each write is atomic (temp file in the same directory, swapped into place: `fs/files.py`)
+and durable before it is acknowledged: logged in the write-ahead log (`fs/wal.py`, one
 fdatasync) or, where there is none, fsynced with its directories. It happens under an advisory
 lock on `<root>/.specactor/workspace.lock`, so two specactor processes on one workspace
 serialise their read-modify-write transactions and never lose an update. Paths are checked
 first: nothing outside the root is read or written, and a symlink that leads out of it is
-refused (reads walk each path through `actors/confined.py`).
+refused (reads walk each path through `fs/confined.py`).
 
 Each committed transaction that wrote something is published on the change feed, once, from
 the event loop, after its commit and before its caller is answered: the paths it wrote and
@@ -32,10 +32,12 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from specactor.actors import wal
 from specactor.actors.change_feed import ChangeFeed
-from specactor.actors.confined import Confined, read_confined
-from specactor.actors.files import (
+from specactor.actors.mailbox import Mailbox
+from specactor.domain.changes import Change, Kind, kind_of
+from specactor.fs import wal
+from specactor.fs.confined import Confined, read_confined
+from specactor.fs.files import (
     PathEscape,
     atomic_write,
     commit,
@@ -49,8 +51,6 @@ from specactor.actors.files import (
     sweep_stale_temps,
     unlink_quietly,
 )
-from specactor.actors.mailbox import Mailbox
-from specactor.domain.changes import Change, Kind, kind_of
 from specactor.logsetup import get_logger
 
 T = TypeVar("T")
@@ -184,7 +184,7 @@ class StorageActor:
     """Args:
         root: the workspace root.
         lock_path: the inter-process lock file (default `<root>/.specactor/workspace.lock`).
-        use_log: commit through the write-ahead log beside the lock file (`actors/wal.py`) where
+        use_log: commit through the write-ahead log beside the lock file (`fs/wal.py`) where
             the kernel names its boot (Linux); else every commit fsyncs its files and directories.
         feed: where committed transactions are published (None: nowhere).
     """

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from specactor.actors.confined import Confined
-from specactor.actors.files import read_fd
 from specactor.domain.airsspec import layout
 from specactor.domain.airsspec.catalog import Catalog, StatKey
 from specactor.domain.airsspec.documents import Documents
+from specactor.fs.confined import Confined
+from specactor.fs.files import read_fd
 
 T = TypeVar("T")
 

@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from specactor.actors.confined import Confined, read_confined
-from specactor.actors.storage import PathEscape, atomic_write, fsync_dir, resolve_inside
 from specactor.domain.openspec.cache import Stat
 from specactor.domain.openspec.source import Entry, Unreadable
+from specactor.fs.confined import Confined, read_confined
+from specactor.fs.files import PathEscape, atomic_write, fsync_dir, resolve_inside
 
 JOURNAL = ".specactor/openspec-archive.journal"  # relative to the project root
 

@@ -14,8 +14,8 @@ import pytest
 import trio
 
 from specactor.actors import storage as storage_module
-from specactor.actors import wal
 from specactor.actors.storage import StorageActor
+from specactor.fs import wal
 
 REPEATED = frozenset({"tests.actors.test_wal_recovery"})
 

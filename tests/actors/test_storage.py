@@ -20,9 +20,9 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specactor.actors import files as files_module
 from specactor.actors import storage as storage_module
 from specactor.actors.storage import LockBusy, PathEscape, StorageActor, Tx, atomic_write, resolve_inside, safe_relative
+from specactor.fs import files as files_module
 from tests.actors.storage_worker import COUNTER, PAYLOAD, check_payload
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ import trio
 import trio.testing
 
 from specactor.actors import storage as storage_module
-from specactor.actors import wal
 from specactor.actors.storage import StorageActor, Tx
 from specactor.config import load
+from specactor.fs import wal
 from specactor.testing import open_memory_server
 from tests.actors.wal_support import log_of, records, write
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from specactor.actors import wal
 from specactor.actors.storage import StorageActor, Tx
+from specactor.fs import wal
 from tests.actors.wal_support import aged, log_of, lost, records, write
 
 pytestmark = pytest.mark.skipif(wal.boot_id() is None, reason="no boot id here (not Linux): no write-ahead log")
@@ -69,7 +69,7 @@ def test_a_file_deleted_after_its_record_is_not_brought_back(root: Path, boots: 
 def test_a_change_stamped_with_the_record_time_itself_is_restored_over(
         root: Path, boots: list[str], change: str) -> None:
     # A tie: within one tick of the filesystem's clock, the record's own files carry its time
-    # too, and a lost install must be repaired (the module docstring of actors/wal.py).
+    # too, and a lost install must be repaired (the module docstring of fs/wal.py).
     before = StorageActor(root)
     write(before, "specs/a.md", b"acknowledged")
     record_ns = records(root)[0].record.time_ns

@@ -7,8 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from specactor.actors import wal
 from specactor.actors.storage import StorageActor, Tx
+from specactor.fs import wal
 
 
 def log_of(actor: StorageActor) -> wal.WriteAheadLog:

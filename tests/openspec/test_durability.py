@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from specactor.actors import wal
+from specactor.fs import wal
 from specactor.testing import open_memory_server
 from tests.openspec.support import call_tool, config, tree
 from tests.openspec.workspaces import basic, materialise

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from specactor.actors.files import PathEscape, _real_root, normal_relative, read_fd
+from specactor.fs.files import PathEscape, _real_root, normal_relative, read_fd
 
 T = TypeVar("T")
 

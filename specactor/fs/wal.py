@@ -44,7 +44,7 @@ from pathlib import Path
 
 import msgspec
 
-from specactor.actors.files import fsync_dir, read_file
+from specactor.fs.files import fsync_dir, read_file
 
 # Header at offset 0: magic, generation, crc32 of the generation. Records start at HEADER_SIZE.
 HEADER = struct.Struct("<8sQI")

@@ -1,10 +1,10 @@
 """Atomic file operations inside a workspace: the storage actor's primitives.
 
 Paths are checked first (nothing outside the root, no symlink leading out of it; reads walk them
-with `actors/confined.py`); a file is
+with `fs/confined.py`); a file is
 replaced by staging a temp file beside it and installing that in one step, so a reader sees the
 old bytes or the new, never half. `commit` applies a transaction's files with fsyncs; the storage
-actor (`actors/storage.py`) runs it, or logs the files (`actors/wal.py`) and installs them.
+actor (`actors/storage.py`) runs it, or logs the files (`fs/wal.py`) and installs them.
 """
 
 from __future__ import annotations
