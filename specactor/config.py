@@ -154,6 +154,17 @@ class Config(_Base, frozen=True):
     def graph_enabled(self) -> bool:
         return self.graph.enabled or "graph" in self.toolsets
 
+    @property
+    def memory_db_path(self) -> Path:
+        """The memory store's SQLite file: `memory.db`, by default `$XDG_DATA_HOME/specactor/memory.db`
+        (filled in by `load`; a Config built in code reads XDG_DATA_HOME here)."""
+        return Path(self.memory.db or default_memory_db(os.environ)).expanduser()
+
+    @property
+    def knowledge_repo_path(self) -> Path:
+        """The knowledge repository: `knowledge.repo`, by default `<root>/knowledge`."""
+        return Path(self.knowledge.repo or self.root_path / "knowledge").expanduser()
+
     def redacted(self) -> dict[str, Any]:
         """The resolved settings with secrets masked, for `--debug`."""
         data: dict[str, Any] = msgspec.to_builtins(self)
@@ -271,6 +282,11 @@ def read_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def default_memory_db(environ: Mapping[str, str]) -> Path:
+    """`$XDG_DATA_HOME/specactor/memory.db`, `~/.local/share` standing for XDG_DATA_HOME unset or empty."""
+    return Path(environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "specactor" / "memory.db"
+
+
 def find_file(root: Path) -> Path | None:
     for name in ("config.toml", "config.yaml", "config.yml"):
         candidate = root / ".specactor" / name
@@ -342,6 +358,9 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
     sources = Sources(frozenset(flags), {k: v for k, v in by_key.items() if _has(env_tree, k)}, path,
                       frozenset(key for key, _ in _leaves(file_tree)))
     _check(config, merged, sources)
+    if config.memory.db is None:  # the environment is read here, once; the rest asks Config.memory_db_path
+        memory = msgspec.structs.replace(config.memory, db=str(default_memory_db(environ)))
+        config = msgspec.structs.replace(config, memory=memory)
     return Settings(config, sources)
 
 

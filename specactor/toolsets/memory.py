@@ -1,24 +1,30 @@
 """The `memory` toolset: Aeterna's eight tools (memory_add/search/delete, knowledge_query/show/check,
-sync_now, sync_status) over the memory store actor.
+sync_now, sync_status), as glue over the memory actors (`MemoryActors`).
 
-Settings come from `config.memory` and `config.knowledge` (docs/configuration.md).
-The actor is created here and started on first use, as a system task of the running trio loop.
+Settings come from `config.memory` and `config.knowledge` (docs/configuration.md), the paths as
+`Config` resolves them. Each actor is started on first use, under the app's supervisor in its
+root nursery (`Supervisor.ensure`): no memory tool, no SQLite, git or httpx. A memory write is
+published on the change feed after its commit; a sync publishes its own (`KnowledgeSync`).
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from specactor.actors.memory_store import GitFailed, MemoryStoreActor, RepoMissing
+from specactor.actors.change_feed import ChangeFeed
+from specactor.actors.embeddings import EmbeddingsClient
+from specactor.actors.knowledge_reader import GitFailed, KnowledgeReader, RepoMissing
+from specactor.actors.knowledge_sync import KnowledgeSync
+from specactor.actors.memory_store import MemoryStoreActor
 from specactor.actors.storage import Tx
+from specactor.actors.supervisor import ChildSpec, Supervisor
 from specactor.config import Config
+from specactor.domain.changes import Change
 from specactor.domain.knowledge import api as k
 from specactor.domain.knowledge.check import check
 from specactor.domain.knowledge.sync import MANIFEST, Snapshot, manifest_bytes
@@ -48,12 +54,10 @@ TOOLSET = "memory"
 
 @dataclass(frozen=True)
 class MemorySettings:
-    """What the toolset needs to know, resolved from the configuration."""
+    """What the tools need to know besides the actors, resolved from the configuration."""
 
-    db_path: Path  # SPECACTOR_MEMORY_DB, default $XDG_DATA_HOME/specactor/memory.db
-    knowledge_repo: Path  # SPECACTOR_KNOWLEDGE_REPO, default <root>/knowledge
     mode: Mode = "lexical"  # SPECACTOR_MEMORY_MODE, default hybrid when an embeddings URL is set
-    embeddings: EmbeddingsEndpoint | None = None  # SPECACTOR_EMBEDDINGS_URL / _MODEL / _API_KEY
+    embeddings: EmbeddingsEndpoint | None = None  # SPECACTOR_EMBEDDINGS_URL / _MODEL / _API_KEY, timeout
     user_id: str | None = None  # SPECACTOR_MEMORY_USER_ID, default the login name
     project_id: str | None = None  # SPECACTOR_MEMORY_PROJECT_ID, default the workspace folder's name
     team_id: str | None = None  # SPECACTOR_MEMORY_TEAM_ID
@@ -61,26 +65,58 @@ class MemorySettings:
     company_id: str = "default"  # SPECACTOR_MEMORY_COMPANY_ID
 
     @classmethod
-    def from_config(cls, config: Config, environ: Mapping[str, str]) -> MemorySettings:
-        """The toolset's settings from `config.memory` and `config.knowledge` (docs/configuration.md)."""
-        mem, root = config.memory, config.root_path
-        data_home = Path(environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    def from_config(cls, config: Config) -> MemorySettings:
+        """The tools' settings from `config.memory` (docs/configuration.md)."""
+        mem = config.memory
         emb = mem.embeddings
-        endpoint = EmbeddingsEndpoint(emb.url, emb.model, emb.api_key) if emb.url else None
-        return cls(
-            db_path=Path(mem.db or data_home / "specactor" / "memory.db").expanduser(),
-            knowledge_repo=Path(config.knowledge.repo or root / "knowledge").expanduser(),
-            mode=mem.mode or ("hybrid" if endpoint else "lexical"),
-            embeddings=endpoint,
-            user_id=mem.user_id or _login(),
-            project_id=mem.project_id or root.name or None,
-            team_id=mem.team_id, org_id=mem.org_id, company_id=mem.company_id)
+        endpoint = EmbeddingsEndpoint(emb.url, emb.model, emb.api_key, emb.timeout) if emb.url else None
+        return cls(mode=mem.mode or ("hybrid" if endpoint else "lexical"), embeddings=endpoint,
+                   user_id=mem.user_id or _login(), project_id=mem.project_id or config.root_path.name or None,
+                   team_id=mem.team_id, org_id=mem.org_id, company_id=mem.company_id)
 
     def identifiers(self, ctx: RequestContext) -> Identifiers:
         """The defaults of a call: configuration, then the session (its id, the client's name as agent)."""
         return Identifiers(agent_id=ctx.session.client_name or None, user_id=self.user_id,
                            session_id=ctx.session.id, project_id=self.project_id, team_id=self.team_id,
                            org_id=self.org_id, company_id=self.company_id)
+
+
+class MemoryActors:
+    """The memory toolset's actors, built without I/O; `up` starts them on first use.
+
+    Each is `permanent` (`ChildSpec.restart`): none holds state a restart loses, and starting
+    cannot fail, so a crash is restarted at once while the supervisor's intensity limit still
+    stops a crash loop. The memory store opens its database after it started: a database that
+    cannot be opened fails the calls that need it (INTERNAL, naming the file), never the start.
+
+    Args:
+        db_path, knowledge_root: the SQLite file and the knowledge repository.
+        embeddings: the endpoint of the semantic and hybrid modes, or None.
+        feed, workspace: where committed writes are published, naming the server's root.
+    """
+
+    def __init__(self, db_path: Path, knowledge_root: Path, *, embeddings: EmbeddingsEndpoint | None = None,
+                 feed: ChangeFeed | None = None, workspace: str = "") -> None:
+        self.store = MemoryStoreActor(db_path)
+        self.embeddings = EmbeddingsClient(embeddings) if embeddings is not None else None
+        self.reader = KnowledgeReader(knowledge_root)
+        self.sync = KnowledgeSync(self.reader, self.store, feed=feed, workspace=workspace)
+
+    @property
+    def specs(self) -> list[ChildSpec]:
+        """Every actor's, in the order they depend on each other."""
+        return [a.spec for a in (self.store, self.embeddings, self.reader, self.sync) if a is not None]
+
+    @staticmethod
+    async def up(supervisor: Supervisor, *specs: ChildSpec) -> None:
+        """Start `specs` (once each, under `supervisor`) unless they run already.
+
+        Raises:
+            RuntimeError: the app is not running.
+        """
+        for spec in specs:
+            if not supervisor.running(spec.name):
+                await supervisor.ensure(spec)
 
 
 def _login() -> str | None:
@@ -100,19 +136,37 @@ def _missing(err: MissingIdentifier) -> ToolError:
                                              "field": f"identifiers.{err.name}"})
 
 
-def _repo_error(err: Exception, store: MemoryStoreActor) -> ToolError:
+def _repo_error(err: Exception, root: Path) -> ToolError:
     if isinstance(err, RepoMissing):
         return ToolError("NOT_FOUND", f"{err}; set SPECACTOR_KNOWLEDGE_REPO", {
-            "kind": "knowledge repository", "id": str(store.knowledge_root)})
-    return ProviderError(str(err), {"repository": str(store.knowledge_root)})
+            "kind": "knowledge repository", "id": str(root)})
+    return ProviderError(str(err), {"repository": str(root)})
 
 
 def register(registry: Registry, services: Services) -> None:
     if not registry.wants(TOOLSET):
         return
-    settings = MemorySettings.from_config(services.config, os.environ)
-    store = MemoryStoreActor(settings.db_path, settings.knowledge_repo, embeddings=settings.embeddings)
-    semantic = settings.mode != "lexical"
+    config = services.config
+    settings = MemorySettings.from_config(config)
+    workspace, knowledge_root = str(config.root_path), config.knowledge_repo_path
+    actors = MemoryActors(config.memory_db_path, knowledge_root, embeddings=settings.embeddings,
+                          feed=services.feed, workspace=workspace)
+    store, reader, sync = actors.store, actors.reader, actors.sync
+    embedder = actors.embeddings if settings.mode != "lexical" else None
+
+    async def up(*specs: ChildSpec) -> None:
+        await MemoryActors.up(services.supervisor, *specs)
+
+    async def vector(text: str) -> list[float] | None:
+        if embedder is None:
+            return None
+        await up(embedder.spec)
+        return (await embedder.embed([text]))[0]
+
+    def published(written: tuple[str, ...] = (), removed: tuple[str, ...] = ()) -> None:
+        """A committed memory write, on the change feed."""
+        services.feed.publish(Change(workspace=workspace, toolset=TOOLSET, kind="memory", written=written,
+                                     removed=removed))
 
     @registry.tool("memory_add", description="Remember something in a memory layer (default: user). Returns the "
                    "entry with its memoryId.", input=m.MemoryAddIn, output=m.MemoryEntry, toolset=TOOLSET)
@@ -122,10 +176,13 @@ def register(registry: Registry, services: Services) -> None:
             key = scope_key(args.layer, ids)
         except MissingIdentifier as err:
             raise _missing(err) from None
-        vector = (await store.embed([args.content]))[0] if semantic else None
+        found = await vector(args.content)
         new = NewMemory(args.content, args.layer, key, scope_identifiers(args.layer, ids), args.tags,
-                        args.metadata, pack(vector) if vector is not None else None)
-        return await store.write(lambda conn: insert_memory(conn, new))
+                        args.metadata, pack(found) if found is not None else None)
+        await up(store.spec)
+        entry = await store.write(lambda conn: insert_memory(conn, new))
+        published(written=(f"memory/{entry.memory_id}",))
+        return entry
 
     @registry.tool("memory_search", description="Search memories: results by layer precedence (agent first, "
                    "company last), then score in [0, 1]; only scores at or above threshold (default 0.7).",
@@ -137,22 +194,26 @@ def register(registry: Registry, services: Services) -> None:
             scopes = [(layer, scope_key(layer, ids)) for layer in layers]
         except MissingIdentifier as err:
             raise _missing(err) from None
-        vector = (await store.embed([args.query]))[0] if semantic else None
-        spec = SearchSpec(args.query, scopes, args.limit, args.threshold, args.tags, settings.mode, vector)
+        spec = SearchSpec(args.query, scopes, args.limit, args.threshold, args.tags, settings.mode,
+                          await vector(args.query))
+        await up(store.spec)
         return await store.read(lambda conn: search(conn, spec))
 
     @registry.tool("memory_delete", description="Forget a memory by its memoryId.", input=m.MemoryDeleteIn,
                    output=m.MemoryDeleteOut, toolset=TOOLSET)
     async def memory_delete(args: m.MemoryDeleteIn, ctx: RequestContext) -> m.MemoryDeleteOut:
+        await up(store.spec)
         if not await store.write(lambda conn: delete_memory(conn, args.memory_id)):
             raise NotFound("memory", args.memory_id)
+        published(removed=(f"memory/{args.memory_id}",))
         return m.MemoryDeleteOut(memory_id=args.memory_id, deleted=True, message="memory deleted")
 
     async def snapshot() -> Snapshot:
+        await up(reader.spec)
         try:
-            return await store.snapshot()
+            return await reader.snapshot()
         except (RepoMissing, GitFailed) as err:
-            raise _repo_error(err, store) from None
+            raise _repo_error(err, knowledge_root) from None
 
     @registry.tool("knowledge_query", description="Find knowledge items (ADRs, policies, patterns, specs) by words "
                    "and filters; returns summaries, never full content. Default status: accepted.",
@@ -174,9 +235,9 @@ def register(registry: Registry, services: Services) -> None:
         history = None
         if args.include_history:
             try:
-                history = await store.history(item.path)
+                history = await reader.history(item.path)
             except (RepoMissing, GitFailed) as err:
-                raise _repo_error(err, store) from None
+                raise _repo_error(err, knowledge_root) from None
         return k.KnowledgeShowOut(item=item, history=history)
 
     @registry.tool("knowledge_check", description="Check files and dependencies against the constraints of the "
@@ -202,39 +263,40 @@ def register(registry: Registry, services: Services) -> None:
                    "synced commit, or everything with force.", input=k.SyncNowIn, output=k.SyncNowOut,
                    toolset=TOOLSET)
     async def sync_now(args: k.SyncNowIn, ctx: RequestContext) -> k.SyncNowOut:
+        await up(store.spec, reader.spec, sync.spec)
         try:
-            plan, commit, ms, _ = await store.sync(force=args.force, company_id=settings.company_id,
-                                                   publish=write_manifest)
+            plan, commit, ms, _ = await sync.sync(force=args.force, company_id=settings.company_id,
+                                                  publish=write_manifest)
         except (RepoMissing, GitFailed) as err:
-            raise _repo_error(err, store) from None
+            raise _repo_error(err, knowledge_root) from None
         return k.SyncNowOut(added=plan.added, updated=plan.updated, deleted=plan.deleted, unchanged=plan.unchanged,
                             failures=plan.failures, duration_ms=round(ms, 3), last_knowledge_commit=commit,
                             message=f"synced {plan.added + plan.updated} items, orphaned {plan.deleted}, "
                                     f"{len(plan.failures)} failed")
 
     async def write_manifest(manifest: dict[str, Any]) -> None:
-        """Inside the workspace the storage actor writes (under the workspace lock); elsewhere the store."""
-        root = services.config.root_path
-        target = (settings.knowledge_repo.resolve() / MANIFEST)
-        if not target.is_relative_to(root):
-            await store.write_manifest(manifest)
+        """Inside the workspace the storage actor writes (under the workspace lock); elsewhere the sync."""
+        target = knowledge_root.resolve() / MANIFEST
+        if not target.is_relative_to(config.root_path):
+            await sync.write_manifest(manifest)
             return
-        rel = target.relative_to(root).as_posix()
+        rel = target.relative_to(config.root_path).as_posix()
 
         def update(tx: Tx) -> None:
             data = manifest_bytes(manifest, tx.read(rel))
             if data is not None:
                 tx.write(rel, data)
 
-        await services.storage.transact(update)
+        await services.storage.transact(update, toolset="knowledge", kind="knowledge")
 
     @registry.tool("sync_status", description="When knowledge was last synced, from which commit, with what "
                    "result, and whether the sync is healthy.", input=k.SyncStatusIn, output=k.SyncStatusOut,
                    toolset=TOOLSET)
     async def sync_status(args: k.SyncStatusIn, ctx: RequestContext) -> k.SyncStatusOut:
+        await up(store.spec)
         record = await store.read(lambda conn: load_sync(conn, items=False))
         try:
-            head = await store.head_commit()
+            head = await reader.head_commit()
             reachable = True
         except (RepoMissing, GitFailed):
             head, reachable = None, False

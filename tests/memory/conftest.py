@@ -10,9 +10,12 @@ from typing import Any
 
 import msgspec
 import pytest
+import trio
 
 from specactor.config import SessionLogConfig, load
+from specactor.domain.memory.records import EmbeddingsEndpoint
 from specactor.testing import MemoryClient, open_memory_server
+from specactor.toolsets.memory import MemoryActors
 from tests.conftest import check_frames
 
 ADR_042 = """---
@@ -89,6 +92,18 @@ class Repo:
         self.git("add", "-A")
         self.git("commit", "-q", "-m", message)
         return self.git("rev-parse", "HEAD")
+
+
+def actors_for(tmp_path: Path, root: Path, url: str | None = None) -> MemoryActors:
+    """The memory toolset's actors on a private database and the knowledge folder `root`."""
+    return MemoryActors(tmp_path / "store" / "memory.db", root, embeddings=EmbeddingsEndpoint(url) if url else None)
+
+
+async def started(nursery: trio.Nursery, actors: MemoryActors) -> MemoryActors:
+    """`actors` running in `nursery`, each started as the app's supervisor starts it."""
+    for spec in actors.specs:
+        await nursery.start(spec.start)
+    return actors
 
 
 @pytest.fixture

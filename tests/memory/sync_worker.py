@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from specactor.actors import memory_store
 from specactor.sqlite import memory_db
+from specactor.toolsets.memory import MemoryActors
 
 
 def main() -> None:
@@ -34,8 +34,16 @@ def main() -> None:
         real(conn, *args)
 
     memory_db._upsert_pointer = dying  # type: ignore[assignment]
-    actor = memory_store.MemoryStoreActor(db, knowledge)
-    trio.run(lambda: actor.sync(force=False, company_id="default"))
+    actors = MemoryActors(db, knowledge)
+
+    async def sync() -> None:
+        async with trio.open_nursery() as nursery:
+            for spec in actors.specs:
+                await nursery.start(spec.start)
+            await actors.sync.sync(force=False, company_id="default")
+            nursery.cancel_scope.cancel()
+
+    trio.run(sync)
     print("finished", flush=True)
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from specactor.actors.memory_store import MemoryStoreActor
+from specactor.actors.knowledge_reader import KnowledgeReader
 from specactor.domain.knowledge import gitrefs
 from specactor.testing import MemoryClient
-from tests.memory.conftest import Repo, error, item, ok
+from specactor.toolsets.memory import MemoryActors
+from tests.memory.conftest import Repo, actors_for, error, item, ok, started
 
 NO_EVAL = ("Keep code safe.\n\n## Constraints\n```yaml\n- operator: must_not_match\n  target: code\n"
            "  pattern: 'eval\\('\n  severity: block\n```\n")
@@ -21,11 +22,11 @@ EVAL_FILE = {"path": "src/app.ts", "content": "const x = eval('1');\n"}
 OID = "0123456789abcdef0123456789abcdef01234567"
 
 
-def actor_for(tmp_path: Path, repo: Repo) -> MemoryStoreActor:
-    return MemoryStoreActor(tmp_path / "store" / "memory.db", repo.root)
+async def actor_for(nursery: trio.Nursery, tmp_path: Path, root: Path) -> MemoryActors:
+    return await started(nursery, actors_for(tmp_path, root))
 
 
-async def ids_at_head(actor: MemoryStoreActor) -> set[str]:
+async def ids_at_head(actor: KnowledgeReader) -> set[str]:
     with trio.fail_after(30):
         return set((await actor.snapshot()).items)
 
@@ -93,8 +94,9 @@ async def test_repeated_calls_start_no_git_process_until_head_moves(client: Memo
     assert git_runs(git_log) > moved
 
 
-async def test_amend_branch_switch_reset_and_detached_head_are_seen_at_once(tmp_path: Path, repo: Repo) -> None:
-    actor = actor_for(tmp_path, repo)
+async def test_amend_branch_switch_reset_and_detached_head_are_seen_at_once(tmp_path: Path, repo: Repo,
+                                                                          nursery: trio.Nursery) -> None:
+    actor = (await actor_for(nursery, tmp_path, repo.root)).reader
     repo.write("company/adrs/a.md", item("adr-a", "Alpha"))
     base = repo.commit()
     assert await ids_at_head(actor) == {"adr-a"}
@@ -118,9 +120,9 @@ async def test_amend_branch_switch_reset_and_detached_head_are_seen_at_once(tmp_
     assert await actor.head_commit() == base
 
 
-async def test_packed_refs_are_read_as_git_reads_them_and_an_unborn_branch_asks_git(tmp_path: Path,
-                                                                                  repo: Repo) -> None:
-    actor = actor_for(tmp_path, repo)
+async def test_packed_refs_are_read_as_git_reads_them_and_an_unborn_branch_asks_git(
+        tmp_path: Path, repo: Repo, nursery: trio.Nursery) -> None:
+    actor = (await actor_for(nursery, tmp_path, repo.root)).reader
     repo.write("company/adrs/a.md", item("adr-a", "Alpha"))
     repo.commit()
     await ids_at_head(actor)
@@ -140,13 +142,13 @@ async def test_packed_refs_are_read_as_git_reads_them_and_an_unborn_branch_asks_
     assert await ids_at_head(actor) == set() and await actor.head_commit() is None
 
 
-async def test_a_linked_worktree_follows_its_own_head(tmp_path: Path, repo: Repo) -> None:
+async def test_a_linked_worktree_follows_its_own_head(tmp_path: Path, repo: Repo, nursery: trio.Nursery) -> None:
     repo.write("company/adrs/a.md", item("adr-a", "Alpha"))
     repo.commit()
     repo.git("worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature")
     tree = Repo.__new__(Repo)
     tree.root = tmp_path / "wt"
-    actor = MemoryStoreActor(tmp_path / "store" / "memory.db", tree.root)
+    actor = (await actor_for(nursery, tmp_path, tree.root)).reader
     assert await ids_at_head(actor) == {"adr-a"}
 
     repo.write("company/adrs/main-only.md", item("adr-main", "Main only"))
@@ -156,11 +158,12 @@ async def test_a_linked_worktree_follows_its_own_head(tmp_path: Path, repo: Repo
     assert actor.head_from_files() == head and await ids_at_head(actor) == {"adr-a", "adr-b"}
 
 
-async def test_a_repository_created_inside_the_knowledge_folder_takes_over_at_once(tmp_path: Path) -> None:
+async def test_a_repository_created_inside_the_knowledge_folder_takes_over_at_once(tmp_path: Path,
+                                                                                  nursery: trio.Nursery) -> None:
     outer = Repo(tmp_path / "workspace")
     outer.write("knowledge/company/adrs/a.md", item("adr-a", "Alpha"))
     outer.commit()
-    actor = MemoryStoreActor(tmp_path / "store" / "memory.db", outer.root / "knowledge")
+    actor = (await actor_for(nursery, tmp_path, outer.root / "knowledge")).reader
     assert await ids_at_head(actor) == {"adr-a"}
     assert actor.head_from_files() == outer.git("rev-parse", "HEAD")
 
@@ -171,11 +174,12 @@ async def test_a_repository_created_inside_the_knowledge_folder_takes_over_at_on
     assert await actor.head_commit() == inner.git("rev-parse", "HEAD")
 
 
-async def test_a_sync_with_nothing_new_here_still_publishes_what_another_process_synced(tmp_path: Path,
-                                                                                        repo: Repo) -> None:
+async def test_a_sync_with_nothing_new_here_still_publishes_what_another_process_synced(
+        tmp_path: Path, repo: Repo, nursery: trio.Nursery) -> None:
     repo.write("company/adrs/a.md", item("adr-a", "Alpha"))
     repo.commit()
-    mine, other = actor_for(tmp_path, repo), actor_for(tmp_path, repo)  # two servers, one database
+    # two servers, one database
+    mine, other = [(await actor_for(nursery, tmp_path, repo.root)).sync for _ in range(2)]
     with trio.fail_after(30):
         _, _, _, manifest = await mine.sync(force=False, company_id="default")
         assert set(manifest["items"]) == {"adr-a"}

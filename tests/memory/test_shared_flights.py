@@ -10,25 +10,24 @@ from typing import Any
 import pytest
 import trio
 
-from specactor.actors.memory_store import MemoryStoreActor
 from specactor.domain.memory import scoring
-from specactor.domain.memory.records import EmbeddingsEndpoint
 from specactor.protocol.errors import ToolError
 from specactor.sqlite.memory_db import load_sync
-from tests.memory.conftest import Repo, item
+from specactor.toolsets.memory import MemoryActors
+from tests.memory.conftest import Repo, actors_for, item, started
 from tests.memory.test_embeddings import Endpoint, endpoint, vector
 
 __all__ = ["endpoint"]  # the fixture, imported for these tests
 
 
-def actor_for(tmp_path: Path, repo: Repo, url: str | None = None) -> MemoryStoreActor:
-    return MemoryStoreActor(tmp_path / "store" / "memory.db", repo.root,
-                            embeddings=EmbeddingsEndpoint(url) if url else None)
+async def actor_for(nursery: trio.Nursery, tmp_path: Path, repo: Repo, url: str | None = None) -> MemoryActors:
+    return await started(nursery, actors_for(tmp_path, repo.root, url))
 
 
 async def test_texts_asked_for_together_share_one_embeddings_request(tmp_path: Path, repo: Repo,
-                                                                     endpoint: Endpoint) -> None:
-    actor = actor_for(tmp_path, repo, endpoint.url)
+                                                                     endpoint: Endpoint, nursery: trio.Nursery) -> None:
+    actor = (await actor_for(nursery, tmp_path, repo, endpoint.url)).embeddings
+    assert actor is not None
     texts = ["the cat", "a puppy", "my automobile", "kitten", "dog", "car"]
     got: dict[str, list[float]] = {}
 
@@ -43,9 +42,10 @@ async def test_texts_asked_for_together_share_one_embeddings_request(tmp_path: P
     assert got == {t: vector(t) for t in texts}
 
 
-async def test_a_lone_text_is_sent_at_once_and_later_ones_get_their_own_request(tmp_path: Path, repo: Repo,
-                                                                              endpoint: Endpoint) -> None:
-    actor = actor_for(tmp_path, repo, endpoint.url)
+async def test_a_lone_text_is_sent_at_once_and_later_ones_get_their_own_request(
+        tmp_path: Path, repo: Repo, endpoint: Endpoint, nursery: trio.Nursery) -> None:
+    actor = (await actor_for(nursery, tmp_path, repo, endpoint.url)).embeddings
+    assert actor is not None
     with trio.fail_after(30):
         assert await actor.embed(["cat"]) == [vector("cat")]
         assert await actor.embed(["dog", "car"]) == [vector("dog"), vector("car")]
@@ -53,8 +53,9 @@ async def test_a_lone_text_is_sent_at_once_and_later_ones_get_their_own_request(
 
 
 async def test_a_failed_shared_request_fails_every_caller_of_it(tmp_path: Path, repo: Repo,
-                                                                endpoint: Endpoint) -> None:
-    actor = actor_for(tmp_path, repo, endpoint.url)
+                                                                endpoint: Endpoint, nursery: trio.Nursery) -> None:
+    actor = (await actor_for(nursery, tmp_path, repo, endpoint.url)).embeddings
+    assert actor is not None
     endpoint.default = (401, {})
     failures: list[str] = []
 
@@ -78,12 +79,14 @@ def test_unit_cosine_of_unit_vectors_is_the_cosine() -> None:
     assert scoring.unit_cosine(scoring.unit([1.0, 0.0]), scoring.unit([-1.0, 0.0])) == 0.0
 
 
-async def total_syncs(actor: MemoryStoreActor) -> int:
-    return (await actor.read(load_sync)).stats.total_syncs
+async def total_syncs(actors: MemoryActors) -> int:
+    return (await actors.store.read(load_sync)).stats.total_syncs
 
 
-async def test_concurrent_syncs_run_once_and_publish_one_manifest(tmp_path: Path, repo: Repo) -> None:
-    actor = actor_for(tmp_path, repo)
+async def test_concurrent_syncs_run_once_and_publish_one_manifest(tmp_path: Path, repo: Repo,
+                                                                  nursery: trio.Nursery) -> None:
+    actors = await actor_for(nursery, tmp_path, repo)
+    actor = actors.sync
     for i in range(3):
         repo.write(f"company/adrs/{i}.md", item(f"adr-{i}", f"Decision {i}"))
     head = repo.commit()
@@ -100,15 +103,16 @@ async def test_concurrent_syncs_run_once_and_publish_one_manifest(tmp_path: Path
         async with trio.open_nursery() as nursery:
             for _ in range(10):
                 nursery.start_soon(sync)
-        assert commits == [head] * 10 and len(published) == 1 and await total_syncs(actor) == 1
+        assert commits == [head] * 10 and len(published) == 1 and await total_syncs(actors) == 1
 
 
-async def test_a_sync_call_made_after_a_commit_sees_it_even_while_an_older_sync_runs(tmp_path: Path,
-                                                                                    repo: Repo) -> None:
-    actor = actor_for(tmp_path, repo)
+async def test_a_sync_call_made_after_a_commit_sees_it_even_while_an_older_sync_runs(
+        tmp_path: Path, repo: Repo, nursery: trio.Nursery) -> None:
+    actors = await actor_for(nursery, tmp_path, repo)
+    actor = actors.sync
     repo.write("company/adrs/a.md", item("adr-a", "First"))
     first = repo.commit("first")
-    listing = actor.listing
+    listing = actors.reader.listing
     reading, release = trio.Event(), trio.Event()
 
     async def held_listing(commit: str | None) -> dict[str, str]:
@@ -117,7 +121,7 @@ async def test_a_sync_call_made_after_a_commit_sees_it_even_while_an_older_sync_
             await release.wait()
         return await listing(commit)
 
-    actor.listing = held_listing  # type: ignore[method-assign]
+    actors.reader.listing = held_listing  # type: ignore[method-assign]
     commits: dict[str, str | None] = {}
 
     async def sync(name: str) -> None:
@@ -134,4 +138,4 @@ async def test_a_sync_call_made_after_a_commit_sees_it_even_while_an_older_sync_
             await trio.testing.wait_all_tasks_blocked()
             release.set()
         assert commits == {"early": first, "late": second, "later": second}
-        assert await total_syncs(actor) == 2
+        assert await total_syncs(actors) == 2

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from specactor.actors.memory_store import MemoryStoreActor
 from specactor.testing import MemoryClient, open_memory_server
-from tests.memory.conftest import ADR_042, Repo, call, error, item, ok, server_config
+from tests.memory.conftest import ADR_042, Repo, actors_for, call, error, item, ok, server_config, started
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,9 +163,9 @@ async def test_a_git_error_mid_sync_keeps_the_previous_state_and_the_next_run_co
 
 
 async def test_a_sync_killed_mid_transaction_keeps_the_previous_state_and_the_next_run_completes(
-        repo: Repo, tmp_path: Path) -> None:
+        repo: Repo, tmp_path: Path, nursery: trio.Nursery) -> None:
     db = tmp_path / "store" / "memory.db"
-    actor = MemoryStoreActor(db, repo.root)
+    actor = (await started(nursery, actors_for(tmp_path, repo.root))).sync
     for i in range(3):
         repo.write(f"company/adrs/{i}.md", item(f"adr-{i}", f"Decision {i}"))
     first = repo.commit()

@@ -1,0 +1,167 @@
+"""The knowledge sync actor: knowledge items into pointer memories, one sync at a time.
+
+A sync plans from git (the knowledge reader), then applies its whole delta and the new sync
+state in one transaction (the memory store), so a sync that dies half way leaves the previous
+state and the next run redoes it. Calls queue while a sync runs; all those queued when the next
+begins share it (per force flag and company), so each caller gets a sync that began after its
+call and saw every commit made before it, and a hundred concurrent calls cost at most two syncs.
+A sync that wrote or orphaned pointers is published on the change feed once, after its commit
+(toolset and kind `knowledge`, the items' paths in the knowledge repository); then its manifest
+goes to the first caller's `publish`, still in turn with other syncs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from specactor.actors.change_feed import ChangeFeed
+from specactor.actors.knowledge_reader import KnowledgeReader
+from specactor.actors.mailbox import Letter, Mailbox
+from specactor.actors.memory_store import MemoryStoreActor
+from specactor.actors.storage import atomic_write
+from specactor.actors.supervisor import ChildSpec
+from specactor.domain.changes import Change
+from specactor.domain.knowledge import sync as plans
+from specactor.domain.knowledge.sync import SyncApply
+from specactor.protocol.errors import ToolError
+from specactor.sqlite.memory_db import EntriesAt, ItemsAt, SyncConflict, apply_sync, load_sync, now_iso
+
+SyncResult = tuple[plans.Plan, str | None, float, dict[str, Any]]  # plan, commit synced, ms, manifest
+Publish = Callable[[dict[str, Any]], Awaitable[None]]
+QUEUE = 256  # one letter per sync_now call waiting; they share the next sync
+CALL_TIMEOUT = 300.0  # a first sync of a large repository parses every item
+
+
+@dataclass(frozen=True)
+class Sync:
+    force: bool
+    company_id: str
+    publish: Publish | None = None
+
+
+class KnowledgeSync:
+    """Args:
+        reader: the knowledge repository. store: the memory database (both running).
+        feed, workspace: where a sync that changed items is published, naming the server's root.
+    """
+
+    def __init__(self, reader: KnowledgeReader, store: MemoryStoreActor, *, feed: ChangeFeed | None = None,
+                 workspace: str = "") -> None:
+        self.reader = reader
+        self.store = store
+        self.feed = feed
+        self.workspace = workspace
+        self.mailbox: Mailbox[Sync] = Mailbox("knowledge-sync", QUEUE)
+        # Permanent: what it caches is read again from the database after a restart.
+        self.spec = ChildSpec("knowledge-sync", self.run, restart="permanent")
+        self._forget()
+
+    def _forget(self) -> None:
+        self._items_at: ItemsAt | None = None  # what the last sync state read or written said (committed)
+        self._entries_at: EntriesAt | None = None
+        self._manifest: tuple[dict[str, Any], str | None, dict[str, Any]] | None = None  # (entries, commit, it)
+
+    async def sync(self, *, force: bool, company_id: str, publish: Publish | None = None) -> SyncResult:
+        """One sync, shared with the calls queued with this one. Returns the plan, the commit synced,
+        the milliseconds taken and the manifest.
+
+        Raises:
+            RepoMissing, GitFailed: as the reader's `git`. ToolError: CONFLICT, another process
+                synced meanwhile; INTERNAL, the database cannot be opened. ActorError: as a call.
+        """
+        result: SyncResult = await self.mailbox.call(Sync(force, company_id, publish), CALL_TIMEOUT)
+        return result
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the queued calls, one sync per (force, company) among them, until cancelled."""
+        self._forget()
+        task_status.started()
+        async for first in self.mailbox:
+            letters = [first]
+            while True:
+                try:
+                    letters.append(self.mailbox.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            with contextlib.ExitStack() as held:
+                groups: dict[tuple[bool, str], list[Letter[Sync]]] = {}
+                for letter in letters:
+                    held.enter_context(letter)
+                    if not isinstance(letter.body, Sync):  # a sender's bug: crash, and be restarted clean
+                        raise TypeError(f"the knowledge sync got a message it does not know: {letter.body!r}")
+                    groups.setdefault((letter.body.force, letter.body.company_id), []).append(letter)
+                for (force, company_id), group in groups.items():
+                    await self._serve(group, force=force, company_id=company_id)
+
+    async def _serve(self, group: list[Letter[Sync]], *, force: bool, company_id: str) -> None:
+        publish = group[0].body.publish
+        try:
+            result = await self._sync_once(force=force, company_id=company_id)
+            if publish is not None:
+                await publish(result[3])
+        except Exception as exc:  # the same error for every caller of the sync
+            for letter in group:
+                letter.fail(exc)
+        else:
+            for letter in group:
+                letter.reply(result)
+
+    async def _sync_once(self, *, force: bool, company_id: str) -> SyncResult:
+        started = time.perf_counter()
+        reader, known = self.reader, self._items_at
+        record = await self.store.read(lambda conn: load_sync(conn, known=known))
+        self._items_at = (record.revision, record.items)
+        commit = reader.head_from_files()
+        listing = reader.listed(commit)  # listed at this very commit, so the folder had files in it
+        if listing is None:
+            commit, tree = await reader.head()  # a new commit: its tree tells whether the folder has files
+            listing = await reader.listing(commit if tree else None)
+        changed = None
+        if not force and record.last_commit and commit:
+            changed = await reader.changed_since(record.last_commit, commit)
+        examine = plans.to_examine(listing, changed, [f.file for f in record.failures])
+        parsed = await reader.parse(listing, examine)
+        examined = {p: (parsed[p], plans.sync_hash(p, listing[p].encode())) for p in examine}
+        plan = plans.plan(record.items, listing, examined, force=force)
+        job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000)
+        entries_at = self._entries_at
+        try:
+            revision, entries = await self.store.write(lambda conn: apply_sync(conn, job, entries_at))
+        except SyncConflict as err:
+            raise ToolError("CONFLICT", str(err)) from None
+        # Committed: what this sync wrote is the state at `revision` (read again when another writes).
+        self._entries_at = (revision, entries)
+        if not plan.upserts and not plan.orphans:
+            self._items_at = (revision, record.items)
+        elif self.feed is not None:
+            self.feed.publish(Change(workspace=self.workspace, toolset="knowledge", kind="knowledge",
+                                     written=tuple(item.path for item, _ in plan.upserts),
+                                     removed=tuple(record.items[i].path for i in plan.orphans)))
+        last = self._manifest
+        if last is not None and last[0] is entries and last[1] == commit:  # the same entries at the same commit
+            manifest = {**last[2], "generatedAt": now_iso()}
+        else:
+            manifest = plans.manifest(entries, commit, now_iso())
+            self._manifest = (entries, commit, manifest)
+        return plan, commit, (time.perf_counter() - started) * 1000, manifest
+
+    async def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """Write `manifest.json` into the knowledge folder (atomically, and only when it changed)."""
+        path = self.reader.root / plans.MANIFEST
+
+        def write() -> None:
+            try:
+                old: bytes | None = path.read_bytes()
+            except FileNotFoundError:
+                old = None
+            data = plans.manifest_bytes(manifest, old)
+            if data is not None:
+                atomic_write(path, data)
+
+        await trio.to_thread.run_sync(write)
