@@ -21,7 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specactor.actors import storage as storage_module
+from specactor.actors.change_feed import ChangeFeed, Subscription
 from specactor.actors.storage import LockBusy, PathEscape, StorageActor, Tx, atomic_write, resolve_inside, safe_relative
+from specactor.domain.changes import Change
 from specactor.fs import files as files_module
 from tests.actors.storage_worker import COUNTER, PAYLOAD, check_payload
 
@@ -410,6 +412,64 @@ async def test_when_a_group_commit_fails_none_of_its_transactions_is_acknowledge
     assert not (root / "fine.txt").exists() and (root / "counter").read_bytes() == b"0"
     assert leftovers(root) == []
     assert await storage.transact(fine) is None  # the actor carries on
+
+
+# ---------------------------------------------------------------------- the change feed
+
+
+def drained(sub: Subscription) -> list[Change]:
+    out = []
+    while True:
+        try:
+            out.append(sub.receive_nowait())
+        except trio.WouldBlock:
+            return out
+
+
+async def test_a_group_commit_publishes_one_change_per_transaction_that_wrote_in_commit_order(
+        storage: StorageActor, root: Path) -> None:
+    storage.feed = ChangeFeed()
+    sub = storage.feed.subscribe("test")
+
+    def refuse(tx: Tx) -> None:
+        tx.write("refused.txt", b"never")
+        raise ValueError("refused")
+
+    def reads_only(tx: Tx) -> None:
+        tx.read("counter")
+
+    def moves(tx: Tx) -> None:
+        tx.delete("counter")
+        tx.changed(written=["openspec/changes/archive/x/a.md"], removed=["openspec/changes/x/a.md"])
+
+    results = await Held().behind(storage, [increment, refuse, reads_only, increment])
+    changes = drained(sub)
+    assert [c.written for c in changes] == [("counter",)] * 3  # the held one, then the two increments
+    assert [c.seq for c in changes] == sorted(c.seq for c in changes) and isinstance(results[1], ValueError)
+    assert all((c.workspace, c.toolset, c.kind, c.removed) == (str(root), "", "other", ()) for c in changes)
+    await storage.transact(moves, toolset="openspec", kind="change")
+    (moved,) = drained(sub)
+    assert (moved.toolset, moved.kind) == ("openspec", "change")
+    assert moved.written == ("openspec/changes/archive/x/a.md",)
+    assert moved.removed == ("counter", "openspec/changes/x/a.md")
+
+
+async def test_a_change_is_on_the_feed_before_its_writer_is_answered(storage: StorageActor) -> None:
+    storage.feed = ChangeFeed()
+    sub = storage.feed.subscribe("test")
+    with trio.fail_after(10):
+        await storage.transact(lambda tx: tx.write("openspec/changes/a/tasks.md", b"- [x] 1"), toolset="openspec")
+    (change,) = drained(sub)
+    assert (change.kind, change.written) == ("task", ("openspec/changes/a/tasks.md",))  # kind_of decides
+
+
+async def test_a_failed_group_commit_publishes_nothing(storage: StorageActor, root: Path) -> None:
+    storage.feed = ChangeFeed()
+    sub = storage.feed.subscribe("test")
+    (root / "plain-file").write_bytes(b"not a directory")
+    with pytest.raises(OSError), trio.fail_after(10):
+        await storage.transact(lambda tx: tx.write("plain-file/child.txt", b"cannot be staged"))
+    assert drained(sub) == []
 
 
 # ---------------------------------------------------------------------- what a killed writer left
