@@ -70,20 +70,26 @@ class EmbeddingsClient:
                 task_status.started()
                 carried: Letter[Embed] | None = None
                 while True:
-                    first = carried or await self.mailbox.receive()
-                    batch, carried = [first], None
-                    size = len(first.body.texts)
-                    while True:
-                        try:
-                            letter = self.mailbox.receive_nowait()
-                        except trio.WouldBlock:
-                            break
-                        if size + len(letter.body.texts) > EMBED_BATCH:
-                            carried = letter  # it opens the next request
-                            break
-                        batch.append(letter)
-                        size += len(letter.body.texts)
-                    nursery.start_soon(self._send, http, batch)
+                    letter: Letter[Embed] | None = carried or await self.mailbox.receive()
+                    batch: list[Letter[Embed]] = []
+                    size, carried = 0, None
+                    with contextlib.ExitStack() as held:  # a crash while batching tells the batch at once
+                        while letter is not None:  # take what is queued, one letter at a time
+                            held.enter_context(letter)
+                            if not isinstance(letter.body, Embed):  # a sender's bug: crash, be restarted
+                                raise TypeError(f"the embeddings client got a message it does not know: "
+                                                f"{letter.body!r}")
+                            if batch and size + len(letter.body.texts) > EMBED_BATCH:
+                                carried = letter  # it opens the next request
+                                break
+                            batch.append(letter)
+                            size += len(letter.body.texts)
+                            try:
+                                letter = self.mailbox.receive_nowait()
+                            except trio.WouldBlock:
+                                letter = None
+                        nursery.start_soon(self._send, http, batch)
+                        held.pop_all()  # the batch's task answers them now
         finally:
             with trio.CancelScope(shield=True):
                 await http.aclose()

@@ -83,19 +83,18 @@ class KnowledgeSync:
         self._forget()
         task_status.started()
         async for first in self.mailbox:
-            letters = [first]
-            while True:
-                try:
-                    letters.append(self.mailbox.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            with contextlib.ExitStack() as held:
+            with contextlib.ExitStack() as held:  # a crash tells every caller taken so far at once
                 groups: dict[tuple[bool, str], list[Letter[Sync]]] = {}
-                for letter in letters:
+                letter: Letter[Sync] | None = first
+                while letter is not None:  # take what is queued, one letter at a time
                     held.enter_context(letter)
                     if not isinstance(letter.body, Sync):  # a sender's bug: crash, and be restarted clean
                         raise TypeError(f"the knowledge sync got a message it does not know: {letter.body!r}")
                     groups.setdefault((letter.body.force, letter.body.company_id), []).append(letter)
+                    try:
+                        letter = self.mailbox.receive_nowait()
+                    except trio.WouldBlock:
+                        letter = None
                 for (force, company_id), group in groups.items():
                     await self._serve(group, force=force, company_id=company_id)
 
