@@ -48,14 +48,17 @@ async def server(root: Path, *toolsets: str) -> AsyncIterator[tuple[Client, Subs
         check_frames(raw)
 
 
-def published(sub: Subscription) -> list[Change]:
-    """What the feed holds now: a write is published before its call is answered."""
+def published(sub: Subscription, *, external: bool = False) -> list[Change]:
+    """What the feed holds now: a write is published before its call is answered. Edits the
+    workspace watcher saw (a test's files written by hand) only with `external`."""
     out = []
     while True:
         try:
-            out.append(sub.receive_nowait())
+            change = sub.receive_nowait()
         except trio.WouldBlock:
             return out
+        if external or change.origin == "self":
+            out.append(change)
 
 
 def one(sub: Subscription) -> Change:
@@ -135,7 +138,7 @@ def same_path_in_order(changes: list[Change]) -> bool:
 
 
 @pytest.mark.slow
-async def test_writes_by_another_process_are_not_published_as_this_servers(tmp_path: Path) -> None:
+async def test_writes_by_another_process_arrive_as_external_and_ours_once_as_our_own(tmp_path: Path) -> None:
     async with server(tmp_path, "airsspec") as (c, sub):
         ours = (await c.ok("spec_create", title="Ours", description=""))["spec_id"]
         theirs = []
@@ -145,7 +148,13 @@ async def test_writes_by_another_process_are_not_published_as_this_servers(tmp_p
                        steps=[{"title": f"step {i}", "description": ""} for i in range(8)])
             await c.ok("build_start", spec_id=spec_id)
             theirs.append(spec_id)
-        published(sub)  # the set-up's events
+        marker = tmp_path / ".airsspec" / "specs" / ours / "marker.md"
+        marker.write_text("by hand\n")  # the first external event must be this one, none of ours
+        with trio.fail_after(10):
+            setup = [await sub.receive()]
+            while setup[-1].origin == "self":
+                setup.append(await sub.receive())
+        assert setup[-1].written == (f".airsspec/specs/{ours}/marker.md",), setup[-1]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         args = [sys.executable, "-m", "tests.airsspec.worker", str(tmp_path), "7", "40", *theirs]
         worker = await trio.to_thread.run_sync(functools.partial(
@@ -161,14 +170,22 @@ async def test_writes_by_another_process_are_not_published_as_this_servers(tmp_p
             if worker.poll() is None:
                 worker.kill()
                 worker.wait(10)
-        changes = published(sub)
+        changes = published(sub, external=True)
+        with trio.fail_after(10):  # the watcher's last batch, after its debounce
+            while not any(ch.origin == "external" and f"/{theirs[-1]}/" in path
+                          for ch in changes for path in ch.paths):
+                changes.append(await sub.receive())
     assert worker.returncode == 0, err.decode()[-3000:]
     assert msgspec.json.decode(out.strip().splitlines()[-1])  # the worker wrote too
-    assert len(changes) == writes  # each of ours once, none of theirs
-    assert all(ch.toolset == "airsspec" and ch.origin == "self" and layout.spec_file(ours) in ch.written
-               for ch in changes)
-    assert not any(f"/{spec_id}/" in path for ch in changes for path in ch.paths for spec_id in theirs)
-    assert same_path_in_order(changes)
+    own = [ch for ch in changes if ch.origin == "self"]
+    assert len(own) == writes  # each of ours once
+    assert all(ch.toolset == "airsspec" and layout.spec_file(ours) in ch.written for ch in own)
+    assert not any(f"/{spec_id}/" in path for ch in own for path in ch.paths for spec_id in theirs)
+    assert same_path_in_order(own)
+    external = [ch for ch in changes if ch.origin == "external"]
+    assert all(ch.toolset == "" for ch in external)
+    for spec_id in theirs:  # theirs arrive through the watcher, as someone else's
+        assert any(f"/{spec_id}/" in path for ch in external for path in ch.paths), spec_id
 
 
 # ---------------------------------------------------------------------- a crash

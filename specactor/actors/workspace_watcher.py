@@ -1,0 +1,189 @@
+"""The workspace watcher: edits made by hand or by another process, published on the change feed.
+
+It watches a workspace's `openspec/` and `.airsspec/` trees (inotify on Linux, every folder of
+them; elsewhere, or when the kernel refuses a watch, a stat scan every `poll_interval` seconds)
+and publishes what changed as one `Change(origin="external")` per batch. A batch is what
+arrived within `debounce` seconds of its first event, so a `git checkout` of fifty files is one
+event, not fifty.
+
+Writes this server made itself are already on the feed, published by the storage actor that
+committed them, so the watcher leaves them out: it reads the feed too, and remembers each path
+this process wrote with the file's identity (inode, size, mtime) right after. An event for a
+path whose file still has that identity is ours; any other is someone else's. (A hand edit in
+the instant between our commit and that stat would be taken for ours: the window is the hop
+from the worker thread to the event loop.) Temp files of atomic writes are never published.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import trio
+
+from specactor.actors.change_feed import ChangeFeed, Subscription
+from specactor.domain.changes import Change, kind_of
+from specactor.fs.openspec_fs import Inotify
+from specactor.logsetup import get_logger
+
+log = get_logger("specactor.workspace_watcher")
+
+TREES = ("openspec", ".airsspec")
+# (inode, size, mtime_ns) of a regular file; None for a path that is gone; OTHER for a folder,
+# a symlink or a fifo (not a document: never published as written).
+Identity = tuple[int, int, int] | None
+OTHER: Identity = (-1, -1, -1)
+OWN_TTL = 10.0  # seconds an own write is remembered: far longer than any event takes to arrive
+
+
+def identity(path: str) -> Identity:
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return OTHER
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def is_temp(rel: str) -> bool:
+    """An atomic write's staged file (`.<name>.<tag>.tmp`): never a change of its own."""
+    name = rel.rsplit("/", 1)[-1]
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def walk(root: str, rel: str) -> Iterator[tuple[str, bool]]:
+    """(relative path, is a folder) of everything under `root/rel`, not following symlinks."""
+    try:
+        with os.scandir(os.path.join(root, rel)) as entries:
+            for entry in entries:
+                child = f"{rel}/{entry.name}"
+                is_dir = entry.is_dir(follow_symlinks=False)
+                yield child, is_dir
+                if is_dir:
+                    yield from walk(root, child)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
+
+
+class WorkspaceWatcher:
+    def __init__(self, root: Path, feed: ChangeFeed, *, poll_interval: float = 2.0, debounce: float = 0.05,
+                 use_inotify: bool = True) -> None:
+        self.root = str(root)
+        self.feed = feed
+        self.poll_interval = poll_interval
+        self.debounce = debounce
+        self.use_inotify = use_inotify
+        self.own: dict[str, tuple[Identity, float]] = {}
+        self.published = 0
+        self.ready = trio.Event()  # set once the watches (or the first scan) are in place
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        # Started at once: setting up watches walks the trees, which must not delay the first reply.
+        sub = self.feed.subscribe(f"workspace-watcher:{self.root}")
+        task_status.started()
+        try:
+            inotify = Inotify() if self.use_inotify else None
+            if inotify is not None and await trio.to_thread.run_sync(self._watch_all, inotify):
+                self.ready.set()
+                await self._follow(inotify, sub)
+            else:
+                seen = await trio.to_thread.run_sync(self._scan)
+                self.ready.set()
+                await self._poll(seen, sub)
+        finally:
+            sub.close()
+
+    # ------------------------------------------------------------------ inotify
+
+    def _watch_all(self, inotify: Inotify) -> bool:
+        """Watch the root (for the trees appearing) and every folder of the trees; False when the
+        kernel refuses any of them (no inotify, the watch limit): then the watcher polls."""
+        if not inotify.watch(self.root, ""):
+            return False
+        for tree in TREES:
+            if os.path.isdir(os.path.join(self.root, tree)) and not self._watch_tree(inotify, tree):
+                return False
+        return True
+
+    def _watch_tree(self, inotify: Inotify, rel: str) -> bool:
+        ok = inotify.watch(os.path.join(self.root, rel), rel)
+        for child, is_dir in walk(self.root, rel):
+            if is_dir:
+                ok = inotify.watch(os.path.join(self.root, child), child) and ok
+        return ok
+
+    async def _follow(self, inotify: Inotify, sub: Subscription) -> None:
+        while True:
+            await trio.lowlevel.wait_readable(inotify.fd)
+            await trio.sleep(self.debounce)
+            events = inotify.drain_events()
+            if events is None:  # the kernel dropped events: anything may have changed
+                self.feed.publish(Change(workspace=self.root, toolset="", kind="rescan", origin="external"))
+                continue
+            paths: dict[str, None] = {}
+            for rel, mask in events:
+                if not rel or rel.split("/", 1)[0] not in TREES:
+                    continue
+                if mask & Inotify.ISDIR and mask & Inotify.CREATED_DIR:
+                    # A new folder: watch it, and count what is already in it (made before the watch).
+                    self._watch_tree(inotify, rel)
+                    paths.update((child, None) for child, is_dir in walk(self.root, rel) if not is_dir)
+                elif not mask & Inotify.ISDIR:
+                    paths[rel] = None
+            self._publish(list(paths), sub)
+
+    # ------------------------------------------------------------------ polling
+
+    def _scan(self) -> dict[str, Identity]:
+        files: dict[str, Identity] = {}
+        for tree in TREES:
+            for rel, is_dir in walk(self.root, tree):
+                if not is_dir:
+                    files[rel] = identity(os.path.join(self.root, rel))
+        return files
+
+    async def _poll(self, seen: dict[str, Identity], sub: Subscription) -> None:
+        while True:
+            await trio.sleep(self.poll_interval)
+            now = await trio.to_thread.run_sync(self._scan)
+            changed = [rel for rel in now.keys() | seen.keys() if now.get(rel) != seen.get(rel)]
+            seen = now
+            self._publish(sorted(changed), sub)
+
+    # ------------------------------------------------------------------ publishing
+
+    def _learn_own(self, sub: Subscription) -> None:
+        """Remember the files this server's own writes left, from their events on the feed."""
+        now = trio.current_time()
+        while True:
+            try:
+                change = sub.receive_nowait()
+            except trio.WouldBlock:
+                break
+            if change.origin != "self" or change.workspace != self.root:
+                continue
+            for rel in change.paths:
+                self.own[rel] = (identity(os.path.join(self.root, rel)), now + OWN_TTL)
+        for rel in [rel for rel, (_, until) in self.own.items() if until < now]:
+            del self.own[rel]
+
+    def _publish(self, paths: list[str], sub: Subscription) -> None:
+        self._learn_own(sub)
+        written: list[str] = []
+        removed: list[str] = []
+        for rel in paths:
+            if is_temp(rel):
+                continue
+            now = identity(os.path.join(self.root, rel))
+            own = self.own.get(rel)
+            if (own is not None and own[0] == now) or now == OTHER:
+                continue
+            (removed if now is None else written).append(rel)
+        if written or removed:
+            every = tuple(written + removed)
+            self.feed.publish(Change(workspace=self.root, toolset="", kind=kind_of("", every),
+                                     written=tuple(written), removed=tuple(removed), origin="external"))
+            self.published += 1

@@ -1,0 +1,98 @@
+"""Edits made by hand or by another process reach the change feed through the workspace watcher,
+once per batch and marked external; the server's own writes are not published a second time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from specactor.actors.change_feed import ChangeFeed, Subscription
+from specactor.actors.workspace_watcher import WorkspaceWatcher, is_temp
+from specactor.config import Config, SessionLogConfig
+from specactor.domain.changes import Change
+from specactor.testing import open_memory_server
+from tests.airsspec.support import Client
+
+
+async def next_external(sub: Subscription, timeout: float = 10) -> Change:
+    with trio.fail_after(timeout):
+        while True:
+            change = await sub.receive()
+            if change.origin == "external":
+                return change
+
+
+@asynccontextmanager
+async def watching(root: Path, **options: object) -> AsyncIterator[tuple[ChangeFeed, Subscription]]:
+    feed = ChangeFeed()
+    sub = feed.subscribe("test")
+    watcher = WorkspaceWatcher(root, feed, **options)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(watcher.run)
+        with trio.fail_after(10):
+            await watcher.ready.wait()  # the watches are set up on a worker thread after the start
+        yield feed, sub
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("mode", ["inotify", "polling"])
+async def test_a_hand_edit_and_a_delete_are_published_as_external_with_their_kind(tmp_path: Path, mode: str) -> None:
+    spec = tmp_path / "openspec" / "specs" / "auth" / "spec.md"
+    spec.parent.mkdir(parents=True)
+    spec.write_text("# auth\n")
+    options = {"use_inotify": mode == "inotify", "poll_interval": 0.05}
+    async with watching(tmp_path, **options) as (_, sub):
+        spec.write_text("# auth, edited by hand\n")
+        change = await next_external(sub)
+        assert change.written == ("openspec/specs/auth/spec.md",) and change.kind == "spec"
+        assert change.toolset == "" and change.workspace == str(tmp_path)
+        spec.unlink()
+        change = await next_external(sub)
+        assert change.removed == ("openspec/specs/auth/spec.md",)
+
+
+async def test_a_tree_that_appears_after_the_start_is_watched_with_what_it_already_holds(tmp_path: Path) -> None:
+    async with watching(tmp_path) as (_, sub):
+        plan = tmp_path / ".airsspec" / "specs" / "1-x" / "plan.md"
+        plan.parent.mkdir(parents=True)
+        plan.write_text("steps\n")
+        seen: set[str] = set()
+        with trio.fail_after(10):
+            while ".airsspec/specs/1-x/plan.md" not in seen:
+                seen.update((await next_external(sub)).written)
+        (plan.parent / "spec.md").write_text("later\n")  # the new folder is watched now
+        assert (await next_external(sub)).written == (".airsspec/specs/1-x/spec.md",)
+
+
+async def test_temp_files_and_files_outside_the_trees_are_never_published(tmp_path: Path) -> None:
+    (tmp_path / "openspec").mkdir()
+    async with watching(tmp_path) as (_, sub):
+        (tmp_path / "openspec" / ".spec.md.1a2b.tmp").write_text("staged")
+        (tmp_path / "src.py").write_text("x = 1\n")
+        (tmp_path / "openspec" / "project.md").write_text("# project\n")
+        assert (await next_external(sub)).written == ("openspec/project.md",)
+    assert is_temp("openspec/specs/a/.spec.md.5.tmp") and not is_temp("openspec/specs/a/spec.md")
+
+
+async def test_the_servers_own_writes_are_on_the_feed_once_and_not_again_as_external(tmp_path: Path) -> None:
+    config = Config(root=str(tmp_path), toolsets=["airsspec"], session_log=SessionLogConfig(enabled=False))
+    async with open_memory_server(config) as raw:
+        await raw.initialize()
+        sub = raw.app.services.feed.subscribe("test")
+        c = Client(raw)
+        spec_id = (await c.ok("spec_create", title="Watched", description=""))["spec_id"]
+        await c.ok("spec_update", spec_id=spec_id, description="edited through the tool")
+        hand = tmp_path / ".airsspec" / "specs" / spec_id / "notes.md"
+        hand.write_text("a note by hand\n")  # then one edit by hand, so the test knows the watcher ran
+        changes: list[Change] = []
+        with trio.fail_after(10):
+            while not any(ch.origin == "external" for ch in changes):
+                changes.append(await sub.receive())
+        sub.close()
+    assert [ch.origin for ch in changes].count("self") == 2
+    external = [ch for ch in changes if ch.origin == "external"]
+    assert external[0].written == (f".airsspec/specs/{spec_id}/notes.md",), external
