@@ -27,6 +27,7 @@ from specactor.actors.stdio import StdioFds, StdioTransport
 from specactor.actors.storage import StorageActor
 from specactor.actors.storages import Storages
 from specactor.actors.supervisor import ChildSpec, Supervisor
+from specactor.actors.workspace_watcher import WorkspaceWatcher
 from specactor.config import Config, ConfigError
 from specactor.logsetup import get_logger
 from specactor.protocol.registry import Registry
@@ -111,9 +112,12 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
     later, on demand (`Supervisor.ensure`), run in `nursery` too."""
     app.supervisor.attach(nursery)
     notifier = ResourceNotifier(app.services.feed, app.registry)
+    roots = dict.fromkeys([app.config.root_path, app.config.openspec_project[0]])
+    watchers = [ChildSpec(f"workspace-watcher:{root}", WorkspaceWatcher(root, app.services.feed).run)
+                for root in roots if root.is_dir()]
     for spec in (ChildSpec("metrics", app.metrics.run), ChildSpec("session-log", app.session_log.run),
                  ChildSpec("storage", app.storage.run), ChildSpec("resource-notifier", notifier.run),
-                 ChildSpec("dispatcher", app.dispatcher.run)):
+                 *watchers, ChildSpec("dispatcher", app.dispatcher.run)):
         await app.supervisor.start(nursery, spec)
 
 
