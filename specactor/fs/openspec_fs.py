@@ -38,7 +38,8 @@ class Inotify:
     """
 
     MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000000 | 0x2000000
-    OVERFLOW, IGNORED = 0x4000, 0x8000
+    OVERFLOW, IGNORED, ISDIR = 0x4000, 0x8000, 0x40000000
+    CREATED_DIR = 0x100 | 0x80  # IN_CREATE | IN_MOVED_TO, with ISDIR: a folder to watch too
 
     def __init__(self) -> None:
         self.fd = -1
@@ -69,7 +70,12 @@ class Inotify:
 
     def drain(self) -> list[str] | None:
         """The relative paths named by pending events; None when the kernel dropped some."""
-        changed: list[str] = []
+        events = self.drain_events()
+        return None if events is None else [path for path, _ in events]
+
+    def drain_events(self) -> list[tuple[str, int]] | None:
+        """The pending events as (relative path, mask); None when the kernel dropped some."""
+        changed: list[tuple[str, int]] = []
         while self.fd >= 0:
             try:
                 data = os.read(self.fd, 65536)
@@ -84,7 +90,7 @@ class Inotify:
                     return None
                 base = self.paths.pop(wd, None) if mask & self.IGNORED else self.paths.get(wd)
                 if base is not None:
-                    changed.append(f"{base}/{name}" if base and name else base or name)
+                    changed.append((f"{base}/{name}" if base and name else base or name, mask))
         return changed
 
 
