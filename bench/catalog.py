@@ -313,6 +313,8 @@ class Catalogue:
                  lambda: f"openspec://changes/{pick(s.changes)}/tasks"),
             read("template", "openspec://changes/{changeId}/design",
                  lambda: f"openspec://changes/{pick(s.designed)}/design"),
+            read("template", "openspec://changes/{changeId}/{+path}",
+                 lambda: f"openspec://changes/{pick(s.changes)}/tasks.md"),
             read("template", "airsspec:///{spec_id}", lambda: f"airsspec:///{pick(roles.all)}"),
             read("template", "airsspec:///{spec_id}/spec", lambda: f"airsspec:///{pick(roles.all)}/spec"),
             read("template", "airsspec:///{spec_id}/plan", lambda: f"airsspec:///{pick(planned)}/plan"),
