@@ -126,16 +126,8 @@ def notify_changes(app: App, nursery: trio.Nursery, connections: Callable[[], It
     a resource they subscribed to."""
 
     def on_change(kind: str, uri: str | None) -> None:
-        for peer, method, params in app.core.deliveries(kind, uri):
+        for peer, method, params in app.core.deliveries(kind, uri, [(c.session, c.peer) for c in connections()]):
             nursery.start_soon(peer.notify, method, params)
-        for conn in connections():
-            session = conn.session
-            if session.era != "legacy" or not session.initialized:
-                continue
-            if kind != "resource":
-                nursery.start_soon(conn.peer.notify, f"notifications/{kind}/list_changed", {})
-            elif uri in session.subscriptions:
-                nursery.start_soon(conn.peer.notify, "notifications/resources/updated", {"uri": uri})
 
     app.registry.on_change(on_change)
 
@@ -217,7 +209,7 @@ async def serve_http(app: App) -> int:
     if not is_loopback(cfg.host) and not cfg.token:
         raise ConfigError(f"{cfg.host} is not a loopback address, and binding one needs a bearer token: set "
                           "SPECACTOR_HTTP_TOKEN (or http.token)", setting="http.host")
-    transport = HttpTransport(app)
+    transport = HttpTransport(app.core, app.dispatcher, app.config, app.metrics)
     async with trio.open_nursery() as root:
         await start_actors(app, root)
         await app.supervisor.start(root, ChildSpec("http", transport.run, restart="transient"))

@@ -1,12 +1,15 @@
-"""The dispatcher actor: admits requests in arrival order, then runs them concurrently.
+"""The dispatcher actor: admits requests in arrival order, then answers them, concurrently where
+they may wait.
 
 It owns the nursery in which handlers run and the table of their cancel scopes. Transports
-hand it work by a direct call (`submit`), in their own task: admission and the cheap,
-order-sensitive methods (initialize, ping, the lists) happen right there, in arrival order,
-and every other request gets a task under the concurrency limit, inside a cancel scope kept by
-request id, so `notifications/cancelled` stops it and no response is sent for it. (A mailbox
-hop here cost 12 % of a request's time; see docs/decisions.md.) Every request and response is
-observed by the metrics actor and recorded by the session logger.
+hand it work by a direct call (`submit`, or `feed` for a raw frame), in their own task:
+admission and the cheap, order-sensitive methods (initialize, ping, the lists, tools that
+cannot wait) happen right there, in arrival order, and every other request gets a task under
+the concurrency limit, inside a cancel scope kept by request id, so `notifications/cancelled`
+stops it and no response is sent for it. A batch's requests take the same path; their replies
+go out as one array. (A mailbox hop here cost 12 % of a request's time; see
+docs/decisions.md.) Each answer is a `Reply` record: the metrics actor observes its error code
+and tool, the session logger records its bytes, the connection sends it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 import trio
 
@@ -23,10 +26,10 @@ from specactor.actors.session_log import SessionLogActor
 from specactor.concurrency.peer import PeerLink
 from specactor.concurrency.slots import Slots
 from specactor.logsetup import get_logger
+from specactor.protocol.admission import Admitted, accepts_batches, admit
 from specactor.protocol.context import Runtime
-from specactor.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
-from specactor.protocol.frames import Incoming, error_response, parse
-from specactor.protocol.http_rules import ERROR_HEAD
+from specactor.protocol.errors import INTERNAL_ERROR
+from specactor.protocol.frames import Incoming, Reply, error_reply, parse
 from specactor.protocol.server import OPEN_ENDED, ServerCore
 from specactor.protocol.session import Session
 
@@ -37,31 +40,27 @@ class Connection(Protocol):
     """What a transport hands the dispatcher for each of its connections."""
 
     session: Session
-    peer: PeerLink
+    peer: PeerLink  # its own frames (notifications, requests to the client) go out through this
 
-    async def send(self, data: bytes) -> None: ...
+    async def reply(self, reply: Reply) -> None:
+        """Send an answer: to a request, a batch's array, or a frame that could not be read."""
+
+    def abandon(self, ident: int | str | None) -> None:
+        """A request of this connection was cancelled (`None`: a whole batch's): no reply will come."""
 
 
 @dataclass
 class Job:
     conn: Connection
     msgs: list[Incoming]
-    errors: list[bytes] = field(default_factory=list)
+    errors: list[Reply] = field(default_factory=list)
     batch: bool = False
     at: float = 0.0
 
 
 # Methods answered from the core alone; every other one waits for the toolsets' registration.
-REGISTRY_FREE = frozenset({"initialize", "ping", "server/discover", "logging/setLevel"})
-
-
-def _error_code(msg: Incoming | None, reply: bytes) -> str | None:
-    """The error a reply carries: the JSON-RPC code at its head (which the core writes, so it
-    cannot be forged by data inside a result), or the tool envelope's code the core noted."""
-    head = ERROR_HEAD.match(reply)
-    if head is not None:
-        return head.group(1).decode()
-    return msg.tool_error if msg is not None else None
+REGISTRY_FREE: Final = frozenset({"initialize", "ping", "server/discover", "logging/setLevel"})
+INVALID: Final = "(invalid)"  # the method metrics name for a frame that is no request at all
 
 
 class Dispatcher:
@@ -97,10 +96,15 @@ class Dispatcher:
     # ------------------------------------------------------------------ called by transports
 
     async def submit(self, job: Job) -> None:
-        """Admit `job` now, in the caller's task; handlers that may wait run in the actor's nursery."""
+        """Act on `job` now, in the caller's task: its cancels first, then its messages in order.
+        Handlers that may wait run in the actor's nursery."""
         nursery = self._nursery
         if nursery is None:
             raise RuntimeError("the dispatcher is not running")
+        conn = job.conn
+        for msg in job.msgs:
+            if msg.method == "notifications/cancelled":
+                self.cancel(conn.session, self.core.notification(msg, conn.session))
         self._busy(+1)
         try:
             await self._take(job, nursery)
@@ -108,14 +112,10 @@ class Dispatcher:
             self._busy(-1)
 
     async def feed(self, conn: Connection, data: bytes, at: float) -> None:
-        """Parse one transport frame and act on what it holds; cancels act before anything else."""
-        parsed = parse(data, batches=self.core.accepts_batches(conn.session))
-        if not parsed.messages and not parsed.errors:
-            return
-        for msg in parsed.messages:
-            if msg.method == "notifications/cancelled":
-                self.cancel(conn, self.core.notification(msg, conn.session))
-        await self.submit(Job(conn, parsed.messages, parsed.errors, parsed.batch, at))
+        """Parse one transport frame and submit what it holds."""
+        parsed = parse(data, batches=accepts_batches(conn.session))
+        if parsed.messages or parsed.errors:
+            await self.submit(Job(conn, parsed.messages, parsed.errors, parsed.batch, at))
 
     def _busy(self, delta: int) -> None:
         """Count submitted work not yet answered; `wait_idle` waits for zero."""
@@ -125,7 +125,7 @@ class Dispatcher:
         elif self._idle.is_set():
             self._idle = trio.Event()
 
-    def cancel(self, conn: Connection, request_id: int | str | None) -> None:
+    def cancel(self, session: Session, request_id: int | str | None) -> None:
         """Stop the handler of `request_id`; no reply will be sent for it.
 
         Requests are admitted in arrival order in the transport's own task, so a request named by
@@ -134,16 +134,16 @@ class Dispatcher:
         """
         if request_id is None:
             return
-        key = (conn.session.id, request_id)
+        key = (session.id, request_id)
         running = self._inflight.get(key)
         if running is not None:
             self._client_cancelled.add(key)
             running[0].cancel()
 
-    def cancel_all(self, conn: Connection) -> None:
-        """Cancel every request of `conn`'s session (it ended)."""
+    def cancel_all(self, session: Session) -> None:
+        """Cancel every request of `session` (it ended)."""
         for key, (scope, _) in list(self._inflight.items()):
-            if key[0] == conn.session.id:
+            if key[0] == session.id:
                 self._client_cancelled.add(key)
                 scope.cancel()
 
@@ -185,144 +185,88 @@ class Dispatcher:
             self._busy(+1)
             nursery.start_soon(self._run_batch, job)
             return
-        logging = self.session_log.enabled
         for err in job.errors:
-            if logging:
-                await self.session_log.record(conn.session.id, "response", err, time.time())
-            code = _error_code(None, err)
-            self.metrics.observe("(invalid)", "", 0.0, code)
-            await self._send(conn, err)
+            await self._answer(conn, None, INVALID, err, None)
+        logging = self.session_log.enabled
         for msg in job.msgs:
             if logging:
                 await self.session_log.record(conn.session.id, msg.kind, msg.raw, job.at or time.time())
-            if msg.kind == "response":
-                conn.peer.resolve(msg)
-            elif msg.kind == "notification":
-                if msg.method != "notifications/cancelled":  # applied on arrival, in feed
-                    self.core.notification(msg, conn.session)
+            if msg.kind == "request":
+                await self._request(conn, msg, nursery, None)
             else:
-                await self._request(conn, msg, nursery)
+                self._other(conn, msg)
 
-    async def _request(self, conn: Connection, msg: Incoming, nursery: trio.Nursery) -> None:
+    def _other(self, conn: Connection, msg: Incoming) -> None:
+        """A client's response (to a request of ours) or notification."""
+        if msg.kind == "response":
+            conn.peer.resolve(msg)
+        elif msg.method != "notifications/cancelled":  # cancels were applied first, in submit
+            self.core.notification(msg, conn.session)
+
+    async def _run_batch(self, job: Job) -> None:
+        """A 2025-03-26 batch: its requests take the lone request's path (admitted in order, then
+        a task each), and their replies go out as one array once the last is answered."""
+        conn = job.conn
+        replies: list[bytes] = []
+        try:
+            if self.session_log.enabled:
+                await self.session_log.record(conn.session.id, "request",
+                                              b"[" + b",".join(m.raw for m in job.msgs) + b"]", job.at)
+            for err in job.errors:
+                await self._answer(conn, replies, INVALID, err, None)
+            async with trio.open_nursery() as nursery:
+                for msg in job.msgs:
+                    if msg.kind == "request":
+                        await self._request(conn, msg, nursery, replies)
+                    else:
+                        self._other(conn, msg)
+            if replies:
+                await self._deliver(conn, Reply(b"[" + b",".join(replies) + b"]"))
+            else:  # every request was cancelled (or there was none)
+                conn.abandon(None)
+        finally:
+            self._busy(-1)
+
+    async def _request(self, conn: Connection, msg: Incoming, nursery: trio.Nursery, batch: list[bytes] | None) -> None:
+        """Admit `msg` (in arrival order: this runs in the transport's task, or the batch's), then
+        answer it here if it cannot wait, or start its task in `nursery`."""
         started = time.perf_counter()
         if msg.method not in REGISTRY_FREE and not self.registry_ready.is_set():
-            await self.registry_ready.wait()  # in the transport's task, so arrival order holds
-        refused = self.core.admit(msg, conn.session)
-        if refused is not None:
-            await self._reply(conn, msg, refused, started)
+            await self.registry_ready.wait()
+        req = admit(msg, conn.session, in_batch=batch is not None)
+        if isinstance(req, Reply):
+            await self._answer(conn, batch, msg.method, req, started)
             return
-        if self.core.runs_inline(msg):
+        if batch is None and self.core.runs_inline(req):
             # Nothing here can wait (or, in a tool's retry backoff after a failure, only briefly),
             # so a task and cancel scope of its own would buy nothing: they cost 10 us of 70.
-            reply = await self.core.respond(msg, conn.session, conn.peer, self.runtime)
-            await self._reply(conn, msg, reply, started)
+            reply = await self.core.respond(req, conn.session, conn.peer, self.runtime)
+            await self._answer(conn, None, req.method, reply, started)
             return
         # The nowait forms spare a trip through the scheduler (a third of a request's cost here)
         # when nothing is contended; they wait only when the limit is reached.
         if not self._pending.take_nowait():
             await self._pending.take()
-        assert msg.id is not None
-        key = (conn.session.id, msg.id)
+        key = (conn.session.id, req.id)
         # One scope carries both the client's cancel and the request timeout (applied by _sweep).
-        deadline = math.inf if msg.method in OPEN_ENDED else trio.current_time() + self.request_timeout
+        deadline = math.inf if req.method in OPEN_ENDED else trio.current_time() + self.request_timeout
         scope = trio.CancelScope()
         self._inflight[key] = (scope, deadline)
         self._busy(+1)
-        nursery.start_soon(self._run, conn, msg, scope, key, started)
+        nursery.start_soon(self._run, conn, req, scope, key, started, batch)
 
-    async def _run(self, conn: Connection, msg: Incoming, scope: trio.CancelScope, key: tuple[str, int | str],
-                   started: float) -> None:
-        reply: bytes | None = None
+    async def _run(self, conn: Connection, req: Admitted, scope: trio.CancelScope, key: tuple[str, int | str],
+                   started: float, batch: list[bytes] | None) -> None:
+        """One request's task: a concurrency slot, then the core's reply; or none, when the client
+        cancelled it; or a timeout error, when the sweeper did."""
         try:
-            with scope:
-                if not self.limiter.take_nowait():
-                    await self.limiter.take()
-                try:
-                    reply = await self.core.respond(msg, conn.session, conn.peer, self.runtime)
-                finally:
-                    self.limiter.give()
-        except Exception:  # the core answers every handler error itself; this is a last resort
-            log.exception("request task failed", method=msg.method)
-            reply = error_response(msg.id, INTERNAL_ERROR, f"Internal error while handling {msg.method}")
-        finally:
-            self._inflight.pop(key, None)
-            self._pending.give()
-        try:
-            if key in self._client_cancelled:
-                self._client_cancelled.discard(key)
-                self._observe(msg, started, "cancelled")
-                abandon = getattr(conn, "abandon", None)
-                if abandon is not None:  # a transport waiting for this reply learns none will come
-                    abandon(msg.id)
-                return
-            if reply is None:  # the deadline passed
-                reply = error_response(msg.id, INTERNAL_ERROR,
-                                       f"{msg.method} timed out after {self.request_timeout:g} s")
-            await self._reply(conn, msg, reply, started)
-        finally:
-            self._busy(-1)
-
-    async def _reply(self, conn: Connection, msg: Incoming, reply: bytes, started: float) -> None:
-        # Logged before it is sent, so a log reader never sees the client's next request first.
-        if self.session_log.enabled:
-            await self.session_log.record(conn.session.id, "response", reply, time.time())
-        self._observe(msg, started, _error_code(msg, reply))
-        await self._send(conn, reply)
-        self.first_reply.set()
-
-    async def _send(self, conn: Connection, data: bytes) -> None:
-        """Send, and treat a transport that fails as a client gone: its requests are cancelled,
-        everyone else's carry on."""
-        try:
-            await conn.send(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            log.warning("a client went away mid-reply; cancelling its requests", error=str(err))
-            self.cancel_all(conn)
-
-    def _observe(self, msg: Incoming, started: float, error: str | None) -> None:
-        tool = msg.decoded.name if msg.method == "tools/call" and msg.decoded is not None else ""
-        self.metrics.observe(msg.method, tool, time.perf_counter() - started, error)
-
-    async def _run_batch(self, job: Job) -> None:
-        """A 2025-03-26 batch: run every request concurrently, answer with one array."""
-        conn = job.conn
-        replies: list[bytes] = list(job.errors)
-        await self.session_log.record(conn.session.id, "request", b"[" + b",".join(m.raw for m in job.msgs) + b"]",
-                                      job.at)
-        collector = _BatchConn(conn, replies)
-        try:
-            async with trio.open_nursery() as nursery:
-                for msg in job.msgs:
-                    if msg.kind == "request":
-                        nursery.start_soon(self._batch_one, collector, msg)
-                    elif msg.kind == "notification":
-                        if msg.method != "notifications/cancelled":
-                            self.core.notification(msg, conn.session)
-                    else:
-                        conn.peer.resolve(msg)
-            if replies:
-                await self._send(conn, b"[" + b",".join(replies) + b"]")
-        finally:
-            self._busy(-1)
-
-    async def _batch_one(self, collector: _BatchConn, msg: Incoming) -> None:
-        """One batch item: admitted, limited, timed and cancellable like a lone request."""
-        started = time.perf_counter()
-        await self.registry_ready.wait()
-        reply = self.core.admit(msg, collector.session)
-        if reply is None and msg.method == "initialize":
-            reply = error_response(msg.id, INVALID_REQUEST, "Invalid Request: initialize cannot be part of a batch")
-        if reply is None:
-            assert msg.id is not None
-            key = (collector.session.id, msg.id)
-            scope = trio.CancelScope()
-            await self._pending.take()
-            self._inflight[key] = (scope, trio.current_time() + self.request_timeout)
+            reply: Reply | None = None
             try:
                 with scope:
-                    await self.limiter.take()
+                    if not self.limiter.take_nowait():
+                        await self.limiter.take()
                     try:
-                        reply = await self.core.respond(msg, collector.session, collector.peer, self.runtime)
+                        reply = await self.core.respond(req, conn.session, conn.peer, self.runtime)
                     finally:
                         self.limiter.give()
             finally:
@@ -330,17 +274,36 @@ class Dispatcher:
                 self._pending.give()
             if key in self._client_cancelled:
                 self._client_cancelled.discard(key)
-                self._observe(msg, started, "cancelled")
+                self.metrics.observe(req.method, req.tool, time.perf_counter() - started, "cancelled")
+                if batch is None:
+                    conn.abandon(req.id)
                 return
-            if reply is None:
-                reply = error_response(msg.id, INTERNAL_ERROR,
-                                       f"{msg.method} timed out after {self.request_timeout:g} s")
-        collector.replies.append(reply)
-        self._observe(msg, started, _error_code(msg, reply))
+            if reply is None:  # the deadline passed
+                reply = error_reply(req.id, INTERNAL_ERROR, f"{req.method} timed out after {self.request_timeout:g} s",
+                                    tool=req.tool)
+            await self._answer(conn, batch, req.method, reply, started)
+        finally:
+            self._busy(-1)
 
+    async def _answer(self, conn: Connection, batch: list[bytes] | None, method: str, reply: Reply,
+                      started: float | None) -> None:
+        """Observe `reply`, then add it to its batch's array or send it."""
+        seconds = 0.0 if started is None else time.perf_counter() - started
+        self.metrics.observe(method, reply.tool, seconds, reply.error)
+        if batch is not None:
+            batch.append(reply.data)
+        else:
+            await self._deliver(conn, reply)
 
-class _BatchConn:
-    def __init__(self, conn: Connection, replies: list[bytes]) -> None:
-        self.session = conn.session
-        self.peer = conn.peer
-        self.replies = replies
+    async def _deliver(self, conn: Connection, reply: Reply) -> None:
+        """Log `reply`, then send it; a transport that fails is a client gone: its requests are
+        cancelled, everyone else's carry on."""
+        # Logged before it is sent, so a log reader never sees the client's next request first.
+        if self.session_log.enabled:
+            await self.session_log.record(conn.session.id, "response", reply.data, time.time())
+        try:
+            await conn.reply(reply)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+            log.warning("a client went away mid-reply; cancelling its requests", error=str(err))
+            self.cancel_all(conn.session)
+        self.first_reply.set()

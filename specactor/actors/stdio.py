@@ -21,7 +21,7 @@ from specactor.actors.dispatcher import Dispatcher
 from specactor.concurrency.peer import PeerLink
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import INVALID_REQUEST
-from specactor.protocol.frames import error_response
+from specactor.protocol.frames import Reply, error_response
 from specactor.protocol.server import ServerCore
 from specactor.protocol.session import Session
 
@@ -148,6 +148,12 @@ class StdioConnection:
             self.broken.set()
         finally:
             self._lock.release()
+
+    async def reply(self, reply: Reply) -> None:
+        await self.send(reply.data)
+
+    def abandon(self, ident: int | str | None) -> None:
+        """Nothing to do: a cancelled request's reply is simply never written."""
 
 
 class StdioTransport:

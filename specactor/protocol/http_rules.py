@@ -1,5 +1,6 @@
 """The Streamable HTTP transport's protocol rules, sans I/O: header checks, status codes, and
-the DNS-rebinding guards. The HTTP actor moves bytes; every decision it makes is made here.
+the DNS-rebinding guards. The HTTP actor moves bytes; every decision it makes is made here,
+or in `admission`, whose envelope rules a 2026-07-28 POST meets before its headers are read.
 """
 
 from __future__ import annotations
@@ -7,10 +8,14 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import msgspec
+
 from specactor.protocol import versions as v
+from specactor.protocol.admission import refuse_envelope, refuse_modern_method
 from specactor.protocol.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -21,6 +26,8 @@ from specactor.protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolError,
 )
+from specactor.protocol.frames import Incoming, Reply, error_reply
+from specactor.wire.codec import any_decoder
 
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _ENCODED = re.compile(r"^=\?base64\?(.*)\?=$", re.IGNORECASE)
@@ -112,25 +119,47 @@ def _check_param_headers(headers: dict[str, str], arguments: dict[str, Any], sch
             raise ProtocolError(HEADER_MISMATCH, f"Mcp-Param-{name} header does not match argument '{prop}'")
 
 
-# The head of an error reply as the core writes it (`jsonrpc`, then `id` if known, then `error`),
-# whatever the id's length: a fixed-size window misreads long ids.
-ERROR_HEAD: Final = re.compile(rb'^\{"jsonrpc":"2\.0",(?:"id":(?:-?\d+|"(?:[^"\\]|\\.)*"),)?"error":\{"code":(-?\d+)')
+def refuse_modern_post(msg: Incoming, headers: dict[str, str],
+                       input_schema: Callable[[str], dict[str, Any] | None]) -> Reply | None:
+    """What a 2026-07-28 request earns before it reaches the core, or None to go on: an unknown
+    or removed method (404), params that are not an object or lack the `_meta` envelope, and
+    headers that do not mirror the body (400). `input_schema` names a tool's inputSchema."""
+    refused = refuse_modern_method(msg.id, msg.method)
+    if refused is not None:
+        return refused
+    try:
+        params = any_decoder.decode(bytes(msg.frame.params) or b"{}")
+    except msgspec.DecodeError:  # pragma: no cover - the frame's params were read as JSON already
+        return error_reply(msg.id, PARSE_ERROR, "Parse error")
+    if not isinstance(params, dict):
+        return error_reply(msg.id, INVALID_PARAMS, "params must be an object")
+    refused = refuse_envelope(msg.id, params.get("_meta"))
+    if refused is not None:
+        return refused
+    name = params.get("name")
+    schema = input_schema(name) if msg.method == "tools/call" and isinstance(name, str) else None
+    try:
+        check_modern_headers(headers, msg.method, params, schema)
+    except ProtocolError as err:
+        return error_reply(msg.id, err.code, err.message, err.data)
+    return None
 
 
-def error_code(reply: bytes) -> int | None:
-    """The JSON-RPC error code of a single reply frame, if it is an error."""
-    match = ERROR_HEAD.match(reply)
-    return int(match.group(1)) if match else None
-
-
-def modern_status(reply: bytes) -> int:
+def modern_status(reply: Reply) -> int:
     """The HTTP status of a 2026-07-28 reply: 404 for an unknown method, 400 for a bad request."""
-    code = error_code(reply)
-    if code == METHOD_NOT_FOUND:
+    if reply.code == METHOD_NOT_FOUND:
         return 404
-    return 400 if code in _BAD_REQUEST else 200
+    return 400 if reply.code in _BAD_REQUEST else 200
 
 
-def legacy_status(reply: bytes) -> int:
-    code = error_code(reply)
-    return 400 if code in (PARSE_ERROR, INVALID_REQUEST) else 200
+def legacy_status(reply: Reply) -> int:
+    return 400 if reply.code in (PARSE_ERROR, INVALID_REQUEST) else 200
+
+
+def is_modern(headers: dict[str, str], single: Incoming | None) -> bool:
+    """Whether a POST is of the 2026-07-28 era: its version header says so, or its one message
+    carries the `_meta` envelope (a quick look at the raw params; admission reads it properly)."""
+    if headers.get("mcp-protocol-version") in v.MODERN_VERSIONS:
+        return True
+    return single is not None and bool(single.frame.params) and \
+        v.META_PROTOCOL_VERSION.encode() in bytes(single.frame.params)

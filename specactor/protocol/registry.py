@@ -2,8 +2,9 @@
 
 Two levels, as in the Go SDK: `add_tool` takes a wire `Tool` and a raw handler; `tool()` takes
 msgspec input and output Structs, derives both schemas, validates arguments before the
-handler runs, retries provider failures, and wraps every outcome in the seed's envelope.
-Resources and prompts work the same way. Toolsets are filtered at registration time.
+handler runs, retries provider failures, and wraps a result in the seed's envelope (a failure
+propagates: `ServerCore.call_tool` wraps it). Resources and prompts work the same way.
+Toolsets are filtered at registration time.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, Raw
 
-from specactor.logsetup import get_logger
 from specactor.protocol.context import Completer, RequestContext
-from specactor.protocol.envelope import envelope_error, envelope_ok, envelope_schema
+from specactor.protocol.envelope import envelope_ok, envelope_schema
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ProviderError, RateLimited, ToolError
-from specactor.protocol.input_required import InputRequired
 from specactor.protocol.schema import check_input_type, find_issue, issue_from_msgspec, json_type, schema_of
 from specactor.protocol.uritemplate import UriTemplate
 from specactor.wire.codec import any_decoder, decoder_for
@@ -41,8 +40,6 @@ from specactor.wire.mcp import (
     TextResourceContents,
     Tool,
 )
-
-log = get_logger("specactor.registry")
 
 In = TypeVar("In", bound=msgspec.Struct)
 Out = TypeVar("Out")
@@ -185,23 +182,13 @@ class Registry:
 
         def register(fn: ToolHandler[In, Any]) -> ToolHandler[In, Any]:
             async def handle(raw: Raw, ctx: RequestContext) -> CallToolResult:
-                try:
-                    args = decode_arguments(raw, decoder, input_schema)
-                    out = await call_with_retries(fn, args, ctx)
-                except ToolError as err:
-                    return envelope_error(err)
-                except (ProtocolError, InputRequired):
-                    raise
-                except Exception:
-                    log.exception("tool handler raised", tool=name)
-                    return envelope_error(ToolError("INTERNAL", f"tool '{name}' failed unexpectedly; "
-                                                    "the server log has the details"))
+                # A failure propagates: the core turns it into the envelope (ServerCore.call_tool).
+                out = await call_with_retries(fn, decode_arguments(raw, decoder, input_schema), ctx)
                 if not envelope:
                     assert isinstance(out, CallToolResult)
                     return out
                 if check_finite and not _finite(out):
-                    return envelope_error(ToolError("INTERNAL", f"tool '{name}' produced a number JSON cannot "
-                                                    "carry (infinite or NaN)"))
+                    raise ToolError("INTERNAL", f"tool '{name}' produced a number JSON cannot carry (infinite or NaN)")
                 return envelope_ok(out)
 
             tool = Tool(

@@ -1,14 +1,17 @@
-"""The MCP core: era and version rules, then one coroutine per method, returning reply bytes.
+"""The MCP core: one coroutine per method, answering each admitted request with a `Reply`.
 
-`admit` runs in arrival order and settles what order decides (the connection's era, the
-negotiated version); `respond` may then run concurrently with other requests. Both are pure
-apart from awaiting handlers, which reach I/O only through the actors they were given.
+`respond` takes a request `admission.admit` accepted (in arrival order) and may run
+concurrently with others. It is pure apart from awaiting handlers, which reach I/O only
+through the actors they were given, and it never raises: a protocol error, a missing
+resource or a crash becomes a JSON-RPC error, a tool's failure the seed's envelope (in
+`call_tool`, the one place). `deliveries` says which notifications a registry change means.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -17,20 +20,19 @@ from msgspec import UNSET
 
 from specactor.logsetup import get_logger
 from specactor.protocol import versions as v
-from specactor.protocol.context import LOG_LEVELS, Peer, RequestContext, Runtime
+from specactor.protocol.admission import Admitted
+from specactor.protocol.context import Peer, RequestContext, Runtime
 from specactor.protocol.envelope import envelope_error
 from specactor.protocol.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND_LEGACY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolError,
     ResourceNotFound,
     ToolError,
 )
-from specactor.protocol.frames import Incoming, error_response, result_response
+from specactor.protocol.frames import Incoming, Reply, error_reply, result_response
 from specactor.protocol.input_required import (
     ALLOWED_METHODS,
     InputRequired,
@@ -46,36 +48,12 @@ from specactor.wire.codec import decoder_for
 
 log = get_logger("specactor.protocol")
 
-LEGACY_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
-                                "resources/unsubscribe"})
-MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
 # Long-lived by design: no request timeout applies.
 OPEN_ENDED: Final = frozenset({"subscriptions/listen"})
-SHARED: Final = frozenset({"tools/list", "tools/call", "resources/list", "resources/templates/list",
-                           "resources/read", "prompts/list", "prompts/get", "completion/complete"})
-KNOWN: Final = LEGACY_ONLY | MODERN_ONLY | SHARED
 # Pure and cheap: answered in arrival order without a task of their own.
 INLINE: Final = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
                            "resources/unsubscribe", "server/discover", "tools/list", "prompts/list",
                            "resources/templates/list"})
-
-PARAMS: Final[dict[str, type[w.Params]]] = {
-    "initialize": w.InitializeParams,
-    "ping": w.Params,
-    "server/discover": w.Params,
-    "logging/setLevel": w.SetLevelParams,
-    "tools/list": w.PaginatedParams,
-    "tools/call": w.CallToolParams,
-    "resources/list": w.PaginatedParams,
-    "resources/templates/list": w.PaginatedParams,
-    "resources/read": w.ReadResourceParams,
-    "resources/subscribe": w.ReadResourceParams,
-    "resources/unsubscribe": w.ReadResourceParams,
-    "prompts/list": w.PaginatedParams,
-    "prompts/get": w.GetPromptParams,
-    "completion/complete": w.CompleteParams,
-    "subscriptions/listen": w.ListenParams,
-}
 
 # Cache hints (2026-07-28): definitions change only when a toolset changes them, and then a
 # list_changed notification follows; resource bodies are workspace files and change any time.
@@ -115,79 +93,6 @@ class ServerCore:
         self._tool_cache: dict[str, list[w.Tool]] = {}
         registry.on_change(lambda _kind, _uri: self._tool_cache.clear())
 
-    # ------------------------------------------------------------------ admission (in order)
-
-    def accepts_batches(self, session: Session) -> bool:
-        return session.era == "legacy" and v.accepts_batches(session.protocol_version or "")
-
-    def admit(self, msg: Incoming, session: Session) -> bytes | None:
-        """Decode params and apply the era rules. Returns an error reply, or None to go on."""
-        method = msg.method
-        if method not in KNOWN:
-            return error_response(msg.id, METHOD_NOT_FOUND, f"Method not found: {method}")
-        try:
-            params = decoder_for(PARAMS[method]).decode(bytes(msg.frame.params) if msg.frame.params else b"{}")
-        except msgspec.ValidationError as err:
-            return error_response(msg.id, INVALID_PARAMS, f"Invalid params for {method}: {err}")
-        msg.decoded = params
-        meta = params.meta or {}
-        enveloped = v.META_PROTOCOL_VERSION in meta
-        if session.era == "new" and method != "initialize" and enveloped:
-            refused = self._admit_modern(msg, method, meta)
-            if refused is None:  # only an accepted request decides the era; a refused probe may fall back
-                session.era = "modern"
-            return refused
-        if session.era == "modern":
-            return self._admit_modern(msg, method, meta)
-        if enveloped and method != "initialize":
-            return error_response(msg.id, INVALID_REQUEST, "this connection serves the handshake protocol era; "
-                                  "requests carrying the 2026-07-28 _meta envelope are not accepted on it")
-        if method in MODERN_ONLY:
-            return error_response(msg.id, INVALID_PARAMS, f"{method} needs the 2026-07-28 _meta envelope "
-                                  f"('{v.META_PROTOCOL_VERSION}' and '{v.META_CLIENT_CAPABILITIES}')")
-        if method == "initialize":
-            assert isinstance(params, w.InitializeParams)
-            if session.era == "legacy":
-                return error_response(msg.id, INVALID_REQUEST, "Invalid Request: this session is already "
-                                      f"initialized (protocol version {session.protocol_version})")
-            session.era = "legacy"
-            session.protocol_version = v.negotiate_legacy(params.protocolVersion)
-            session.client_info = params.clientInfo
-            session.client_capabilities = params.capabilities
-            return None
-        if session.era == "new" and method != "ping":
-            return error_response(msg.id, INVALID_REQUEST, "Invalid Request: the session is not initialized; "
-                                  "send initialize first, or a 2026-07-28 request with _meta")
-        return None
-
-    def _admit_modern(self, msg: Incoming, method: str, meta: dict[str, Any]) -> bytes | None:
-        if method == "initialize":
-            requested = msg.decoded.protocolVersion
-            return error_response(msg.id, UNSUPPORTED_PROTOCOL_VERSION,
-                                  "this connection serves the 2026-07-28 protocol; initialize is not accepted",
-                                  {"supported": list(v.MODERN_VERSIONS), "requested": requested})
-        if method in LEGACY_ONLY:
-            return error_response(msg.id, METHOD_NOT_FOUND, f"Method not found: {method} "
-                                  "(removed in protocol version 2026-07-28)")
-        missing = [key for key in (v.META_PROTOCOL_VERSION, v.META_CLIENT_CAPABILITIES) if key not in meta]
-        if missing:
-            return error_response(msg.id, INVALID_PARAMS, "params._meta is missing the required envelope key(s): "
-                                  + ", ".join(missing))
-        version = meta[v.META_PROTOCOL_VERSION]
-        if not isinstance(version, str):
-            return error_response(msg.id, INVALID_PARAMS, f"_meta['{v.META_PROTOCOL_VERSION}'] must be a string")
-        if version not in v.MODERN_VERSIONS:
-            return error_response(msg.id, UNSUPPORTED_PROTOCOL_VERSION,
-                                  f"unsupported protocol version {version!r}",
-                                  {"supported": list(v.SUPPORTED_VERSIONS), "requested": version})
-        if not isinstance(meta[v.META_CLIENT_CAPABILITIES], dict):
-            return error_response(msg.id, INVALID_PARAMS,
-                                  f"_meta['{v.META_CLIENT_CAPABILITIES}'] must be an object")
-        level = meta.get(v.META_LOG_LEVEL)
-        if level is not None and level not in LOG_LEVELS:
-            return error_response(msg.id, INVALID_PARAMS, f"invalid _meta['{v.META_LOG_LEVEL}']: {level!r}")
-        return None
-
     def notification(self, msg: Incoming, session: Session) -> int | str | None:
         """Apply a client notification; returns the request id it cancels, if any."""
         if msg.method == "notifications/initialized":
@@ -202,78 +107,84 @@ class ServerCore:
 
     # ------------------------------------------------------------------ responding
 
-    def context(self, msg: Incoming, session: Session, peer: Peer, runtime: Runtime) -> RequestContext:
-        meta = msg.decoded.meta or {}
+    def context(self, req: Admitted, session: Session, peer: Peer, runtime: Runtime) -> RequestContext:
+        meta = req.params.meta or {}
         token = meta.get("progressToken")
         if session.era == "modern":
             level = meta.get(v.META_LOG_LEVEL)
             caps = meta.get(v.META_CLIENT_CAPABILITIES) or {}
         else:
             level, caps = session.log_level, session.client_capabilities
-        assert msg.id is not None
-        ctx = RequestContext(session=session, peer=peer, runtime=runtime, request_id=msg.id, method=msg.method,
+        ctx = RequestContext(session=session, peer=peer, runtime=runtime, request_id=req.id, method=req.method,
                              progress_token=token if isinstance(token, (int, str)) else None,
                              log_level=level, client_capabilities=caps)
-        if session.era == "modern" and msg.method in ALLOWED_METHODS:
-            params = msg.decoded
+        if session.era == "modern" and req.method in ALLOWED_METHODS:
+            params = req.params
             if isinstance(params.inputResponses, dict):
                 ctx.input_responses = params.inputResponses
             if isinstance(params.requestState, str):
-                ctx.request_state = self.signer.open(scope_of(msg.method, params), params.requestState)
+                ctx.request_state = self.signer.open(scope_of(req.method, params), params.requestState)
         return ctx
 
-    def runs_inline(self, msg: Incoming) -> bool:
+    def runs_inline(self, req: Admitted) -> bool:
         """Whether an admitted request is answered in the transport's task: the cheap methods of
         INLINE, and calls of tools whose handler cannot wait (`ToolEntry.inline`)."""
-        if msg.method == "tools/call":
-            entry = self.registry.tools.get(msg.decoded.name)
+        if req.method == "tools/call":
+            entry = self.registry.tools.get(req.tool)
             return entry is not None and entry.inline
-        return msg.method in INLINE
+        return req.method in INLINE
 
-    async def respond(self, msg: Incoming, session: Session, peer: Peer, runtime: Runtime) -> bytes:
-        """The reply to an admitted request: a result, or an error that never leaks a traceback."""
-        assert msg.id is not None
+    async def respond(self, req: Admitted, session: Session, peer: Peer, runtime: Runtime) -> Reply:
+        """The reply to an admitted request: a result, or an error that never leaks a traceback.
+
+        Never raises an `Exception`: whatever a handler does becomes the reply (cancellation
+        still propagates)."""
+        ident, method = req.id, req.method
+        result: w.Result
+        tool_error: str | None = None
         try:
-            ctx = self.context(msg, session, peer, runtime)
-            result = await self._route(msg, session, ctx)
-        except InputRequired as need:
-            if session.era != "modern" or msg.method not in ALLOWED_METHODS:
-                log.error("input required outside a 2026-07-28 tools/call, prompts/get or resources/read",
-                          method=msg.method)
-                return error_response(msg.id, INTERNAL_ERROR, f"Internal error while handling {msg.method}")
-            try:
-                check_capabilities(need.requests, ctx.client_capabilities)
-            except ProtocolError as err:
-                return error_response(msg.id, err.code, err.message, err.data)
-            result = InputRequiredResult(inputRequests=need.requests, resultType="input_required",
-                                         meta=self.info_meta,
-                                         requestState=self.signer.seal(scope_of(msg.method, msg.decoded), need.state))
-            return result_response(msg.id, result)
-        except ProtocolError as err:
-            return error_response(msg.id, err.code, err.message, err.data)
-        except ResourceNotFound as err:
+            ctx = self.context(req, session, peer, runtime)
+            if method == "tools/call":
+                result, tool_error = await self.call_tool(req.params, session, ctx)
+            else:
+                result = await self._route(req, session, ctx)
             if session.era == "modern":
-                return error_response(msg.id, INVALID_PARAMS, err.reason, {"uri": err.uri})
-            return error_response(msg.id, RESOURCE_NOT_FOUND_LEGACY, err.reason, {"uri": err.uri})
+                result.resultType = "complete"
+                result.meta = {**result.meta, **self.info_meta} if isinstance(result.meta, dict) else self.info_meta
+                if isinstance(result, w.CacheableResult):
+                    public = method != "resources/read"
+                    result.ttlMs = LIST_TTL_MS if public else READ_TTL_MS
+                    result.cacheScope = "public" if public else "private"
+            return Reply(result_response(ident, result), None, tool_error, req.tool)
+        except InputRequired as need:
+            return self._input_required(req, session, need)
+        except ProtocolError as err:
+            return error_reply(ident, err.code, err.message, err.data, tool=req.tool)
+        except ResourceNotFound as err:
+            code = INVALID_PARAMS if session.era == "modern" else RESOURCE_NOT_FOUND_LEGACY
+            return error_reply(ident, code, err.reason, {"uri": err.uri})
         except Exception:
-            log.exception("request handler raised", method=msg.method)
-            return error_response(msg.id, INTERNAL_ERROR, f"Internal error while handling {msg.method}")
-        if isinstance(result, w.CallToolResult) and result.isError is True:
-            msg.tool_error = _tool_error_code(result)
-        if session.era == "modern":
-            result.resultType = "complete"
-            result.meta = {**result.meta, **self.info_meta} if isinstance(result.meta, dict) else self.info_meta
-            if isinstance(result, w.CacheableResult):
-                public = msg.method not in ("resources/read",)
-                result.ttlMs = LIST_TTL_MS if public else READ_TTL_MS
-                result.cacheScope = "public" if public else "private"
-        return result_response(msg.id, result)
+            log.exception("request handler raised", method=method)
+            return error_reply(ident, INTERNAL_ERROR, f"Internal error while handling {method}", tool=req.tool)
 
-    async def _route(self, msg: Incoming, session: Session, ctx: RequestContext) -> w.Result:
-        p = msg.decoded
-        match msg.method:
-            case "tools/call":
-                return await self.call_tool(p, session, ctx)
+    def _input_required(self, req: Admitted, session: Session, need: InputRequired) -> Reply:
+        """A handler asked the client for input: an `input_required` result (2026-07-28 only)."""
+        if session.era != "modern" or req.method not in ALLOWED_METHODS:
+            log.error("input required outside a 2026-07-28 tools/call, prompts/get or resources/read",
+                      method=req.method)
+            return error_reply(req.id, INTERNAL_ERROR, f"Internal error while handling {req.method}", tool=req.tool)
+        caps = req.params.meta.get(v.META_CLIENT_CAPABILITIES) or {}
+        try:
+            check_capabilities(need.requests, caps)
+        except ProtocolError as err:
+            return error_reply(req.id, err.code, err.message, err.data, tool=req.tool)
+        result = InputRequiredResult(inputRequests=need.requests, resultType="input_required", meta=self.info_meta,
+                                     requestState=self.signer.seal(scope_of(req.method, req.params), need.state))
+        return Reply(result_response(req.id, result), tool=req.tool)
+
+    async def _route(self, req: Admitted, session: Session, ctx: RequestContext) -> w.Result:
+        p = req.params
+        match req.method:
             case "resources/read":
                 return await self.read_resource(p, ctx)
             case "prompts/get":
@@ -281,7 +192,7 @@ class ServerCore:
             case "completion/complete":
                 return await self.complete(p, ctx)
             case "subscriptions/listen":
-                return await self.listen(msg, p, session, ctx)
+                return await self.listen(req.id, p, session, ctx)
             case "resources/list":
                 return await self.list_resources(p, ctx)
             case "tools/list":
@@ -314,7 +225,7 @@ class ServerCore:
                 return w.EmptyResult()
             case "ping":
                 return w.EmptyResult()
-        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {msg.method}")  # pragma: no cover
+        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {req.method}")  # pragma: no cover
 
     def capabilities(self, session: Session) -> dict[str, Any]:
         # Legacy: delivered on stdio or the session's GET stream; 2026-07-28: on listen streams.
@@ -326,22 +237,32 @@ class ServerCore:
             "logging": {},
         }
 
-    async def listen(self, msg: Incoming, p: w.ListenParams, session: Session, ctx: RequestContext) -> w.Result:
+    async def listen(self, ident: int | str, p: w.ListenParams, session: Session, ctx: RequestContext) -> w.Result:
         """`subscriptions/listen`: acknowledge, then deliver matching notifications until cancelled."""
-        assert msg.id is not None
-        key = (session.id, msg.id)
-        self.listeners[key] = Listener(msg.id, p.notifications, ctx.peer)
+        key = (session.id, ident)
+        self.listeners[key] = Listener(ident, p.notifications, ctx.peer)
         try:
             await ctx.peer.notify("notifications/subscriptions/acknowledged", {
-                "notifications": p.notifications, "_meta": {v.META_SUBSCRIPTION_ID: msg.id}})
+                "notifications": p.notifications, "_meta": {v.META_SUBSCRIPTION_ID: ident}})
             await ctx.runtime.sleep_forever()
         finally:
             self.listeners.pop(key, None)
         return w.EmptyResult()  # pragma: no cover - sleep_forever only ends by cancellation
 
-    def deliveries(self, kind: str, uri: str | None) -> list[tuple[Peer, str, dict[str, Any]]]:
-        """The notifications a change means for the open listen streams: (peer, method, params)."""
+    def deliveries(self, kind: str, uri: str | None,
+                   sessions: Iterable[tuple[Session, Peer]] = ()) -> list[tuple[Peer, str, dict[str, Any]]]:
+        """The notifications a registry change means, as (peer, method, params): for the open
+        listen streams (2026-07-28), and for the handshake-era `sessions` given with the peer
+        that reaches each. `kind` and `uri` are `Registry.on_change`'s. Every transport fans
+        changes out through this one function."""
         out: list[tuple[Peer, str, dict[str, Any]]] = []
+        for session, peer in sessions:
+            if session.era != "legacy" or not session.initialized:
+                continue
+            if kind != "resource":
+                out.append((peer, f"notifications/{kind}/list_changed", {}))
+            elif uri in session.subscriptions:
+                out.append((peer, "notifications/resources/updated", {"uri": uri}))
         for listener in self.listeners.values():
             wanted = listener.filter
             if kind == "resource":
@@ -371,23 +292,32 @@ class ServerCore:
             cached = self._tool_cache[key] = tools
         return cached
 
-    async def call_tool(self, p: w.CallToolParams, session: Session, ctx: RequestContext) -> w.CallToolResult:
+    async def call_tool(self, p: w.CallToolParams, session: Session,
+                        ctx: RequestContext) -> tuple[w.CallToolResult, str | None]:
+        """Run a tool; its result and, when the result is an error, the envelope's code.
+
+        The one place a handler's failure becomes the seed's envelope: a `ToolError` with its
+        code, anything else as INTERNAL (logged, never shown). Protocol errors and input
+        requests propagate, to become JSON-RPC errors or an `input_required` result."""
         entry = self.registry.tools.get(p.name)
         if entry is None:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {p.name}", {"tool": p.name})
+        error: str | None = None
         try:
             result = await entry.handler(p.arguments, ctx)
+            if result.isError is True:  # a raw handler's own error result: only failures pay for the decode
+                error = _tool_error_code(result)
         except ToolError as err:
-            result = envelope_error(err)
+            result, error = envelope_error(err), err.code
         except (ProtocolError, InputRequired):
             raise
         except Exception:
             log.exception("tool handler raised", tool=p.name)
-            result = envelope_error(ToolError("INTERNAL", f"tool '{p.name}' failed unexpectedly; "
-                                              "the server log has the details"))
+            result, error = envelope_error(ToolError("INTERNAL", f"tool '{p.name}' failed unexpectedly; "
+                                                     "the server log has the details")), "INTERNAL"
         if session.protocol_version is not None and not v.has_structured_output(session.protocol_version):
             result.structuredContent = UNSET
-        return result
+        return result, error
 
     async def read_resource(self, p: w.ReadResourceParams, ctx: RequestContext) -> w.ReadResourceResult:
         found = self.registry.find_resource(p.uri)

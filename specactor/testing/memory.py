@@ -19,6 +19,7 @@ import trio
 from specactor import app as application
 from specactor.concurrency.peer import PeerLink
 from specactor.config import Config
+from specactor.protocol.frames import Reply
 from specactor.protocol.registry import Registry
 from specactor.protocol.session import Session
 from specactor.protocol.versions import LATEST_LEGACY, LATEST_MODERN, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
@@ -36,6 +37,12 @@ class MemoryConnection:
 
     async def send(self, data: bytes) -> None:
         await self._outbox.send(data)
+
+    async def reply(self, reply: Reply) -> None:
+        await self._outbox.send(reply.data)
+
+    def abandon(self, ident: int | str | None) -> None:
+        """Nothing to do: the client simply gets no reply for a cancelled request."""
 
 
 class MemoryClient:

@@ -48,8 +48,7 @@ class ResultResponse(msgspec.Struct):
 
 class ErrorResponse(msgspec.Struct, omit_defaults=True, kw_only=True):
     """An error reply. `id` is left out when the request's id could not be read: the MCP
-    schemas (2025-11-25 on) make it optional and do not allow JSON-RPC's `null`. Members keep
-    the order `jsonrpc, id, error`, which transports rely on to spot a reply by its prefix."""
+    schemas (2025-11-25 on) make it optional and do not allow JSON-RPC's `null`."""
 
     jsonrpc: str
     id: int | str | UnsetType = UNSET

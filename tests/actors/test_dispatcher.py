@@ -311,3 +311,43 @@ async def test_the_timeout_sweeper_spares_requests_inside_their_time(
         with trio.fail_after(WAIT):
             reply = await client.reply_for(1)
         assert reply["result"]["structuredContent"]["data"] == {"key": "in-time"} and gate.cancelled == []
+
+
+async def test_a_batch_item_is_cancellable_and_observed_like_a_lone_request(tmp_path: Path) -> None:
+    gate = Gate()
+    async with open_memory_server(fixture_config(tmp_path), gate.register) as client:
+        with trio.fail_after(WAIT):
+            await client.initialize("2025-03-26")
+        batch = [{"jsonrpc": "2.0", "id": "doomed", "method": "tools/call", "params": call("block", "doomed")},
+                 {"jsonrpc": "2.0", "id": "kept", "method": "tools/call", "params": call("block", "kept")},
+                 {"jsonrpc": "2.0", "id": "typo", "method": "tools/cal"}]
+        await client.send_raw(msgspec.json.encode(batch))
+        await gate.until(lambda: len(gate.entered) == 2)
+        await client.notify("notifications/cancelled", {"requestId": "doomed"})
+        await gate.until(lambda: gate.cancelled == ["doomed"])
+        gate.release.set()
+        with trio.fail_after(WAIT):
+            reply = await client.receive()
+        assert sorted(item["id"] for item in reply) == ["kept", "typo"]
+        counters = client.app.metrics.statistics().counters
+        assert counters["mcp.errors.total"] == {(("code", "cancelled"),): 1, (("code", "-32601"),): 1}
+        assert counters["mcp.tool.invocations"][(("tool", "block"),)] == 2
+        check_frames(client)
+
+
+async def test_a_batch_whose_every_request_is_cancelled_is_abandoned_without_an_array(tmp_path: Path) -> None:
+    gate = Gate()
+    abandoned: list[Any] = []
+    async with open_memory_server(fixture_config(tmp_path), gate.register) as client:
+        client.conn.abandon = abandoned.append  # type: ignore[method-assign,assignment]
+        with trio.fail_after(WAIT):
+            await client.initialize("2025-03-26")
+        await client.send_raw(msgspec.json.encode(
+            [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call("block", str(i))} for i in (1, 2)]))
+        await gate.until(lambda: len(gate.entered) == 2)
+        await client.notify("notifications/cancelled", {"requestId": 1})
+        await client.notify("notifications/cancelled", {"requestId": 2})
+        with trio.fail_after(WAIT):
+            await client.app.dispatcher.wait_idle()
+        assert abandoned == [None] and sorted(gate.cancelled) == ["1", "2"]
+        await assert_nothing_more_sent(client)

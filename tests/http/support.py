@@ -76,7 +76,7 @@ async def http_server(tmp_path: Path, *, max_connections: int = 20, **http: Any)
     app = build(config, everything.register, name="specactor-everything")
     async with trio.open_nursery() as nursery:
         await start_actors(app, nursery)
-        transport = HttpTransport(app)
+        transport = HttpTransport(app.core, app.dispatcher, app.config, app.metrics)
         with trio.fail_after(10):
             await nursery.start(transport.run)
         base = transport.binds[0].rstrip("/")

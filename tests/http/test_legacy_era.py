@@ -174,7 +174,7 @@ async def test_the_get_stream_carries_list_changed_a_second_get_is_409_and_delet
         get_headers = session_headers(sid, accept="text/event-stream")
 
         async def on_frame(frame: dict[str, Any]) -> None:
-            assert frame == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            assert frame == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
             assert (await srv.client.delete("/mcp", headers=session_headers(sid))).status_code == 200
 
         with trio.fail_after(10):
@@ -218,7 +218,7 @@ async def test_reap_idle_ends_only_sessions_idle_past_the_timeout(tmp_path: Path
         old = await initialize(srv.client)
         fresh = await initialize(srv.client)
         srv.transport.sessions[old].last_seen -= srv.transport.cfg.session_idle_timeout + 1
-        srv.transport.reap_idle()
+        srv.transport.legacy.reap_idle()
         assert old not in srv.transport.sessions
         assert fresh in srv.transport.sessions
 

@@ -1,0 +1,101 @@
+"""One HTTP exchange's I/O: the connection the dispatcher answers a POST on, and the response.
+
+`RequestConn` queues what the dispatcher sends for one POST: the peer's frames as bytes, the
+answer as a `Reply`. `respond` writes a whole response; `stream_reply` writes an SSE stream
+of frames that ends with the reply (with keepalive comments while quiet). The sessions' GET
+streams use the same event format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from specactor.concurrency.peer import PeerLink, Pending
+from specactor.protocol.frames import Reply
+from specactor.protocol.session import Session
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+               (b"x-accel-buffering", b"no")]
+KEEPALIVE = 15.0  # seconds between SSE comments on a quiet stream, so proxies keep it open
+FRAMES = 64  # frames buffered per request stream before the handler waits for the client to read
+
+
+def sse_event(frame: bytes) -> bytes:
+    return b"event: message\ndata: " + frame + b"\n\n"
+
+
+class RequestConn:
+    """The dispatcher's view of one POST. What it sends for the POST lands in `frames`: the
+    peer's frames (notifications, requests to the client) as bytes, the answer as a `Reply`."""
+
+    def __init__(self, session: Session, pending: Pending | None = None) -> None:
+        self.session = session
+        self._send, self.frames = trio.open_memory_channel[bytes | Reply](FRAMES)
+        self.peer = PeerLink(self.send, pending)
+
+    async def send(self, data: bytes) -> None:
+        await self._put(data)
+
+    async def reply(self, reply: Reply) -> None:
+        await self._put(reply)
+
+    async def _put(self, frame: bytes | Reply) -> None:
+        try:
+            await self._send.send(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client left; its request is being cancelled
+
+    def abandon(self, ident: int | str | None) -> None:
+        """The request was cancelled: no reply will come, so end the stream waiting for one."""
+        self._send.close()
+
+
+def headers_of(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): val.decode("latin-1") for k, val in scope.get("headers", [])}
+
+
+def accepts(headers: dict[str, str]) -> tuple[bool, bool]:
+    accept = headers.get("accept", "*/*").lower()
+    anything = "*/*" in accept
+    return anything or "application/json" in accept, anything or "text/event-stream" in accept
+
+
+async def respond(send: Send, status: int, body: bytes = b"", *, content_type: bytes | None = b"application/json",
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    head = list(headers or [])
+    if content_type is not None and body:
+        head.append((b"content-type", content_type))
+    head.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def stream_reply(send: Send, conn: RequestConn, first: bytes, extra: list[tuple[bytes, bytes]]) -> Reply | None:
+    """An SSE response: `first`, then every frame after it until the reply (None: it was cancelled)."""
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
+    frame: bytes | Reply = first
+    reply: Reply | None = None
+    try:
+        while True:
+            data = frame.data if isinstance(frame, Reply) else frame
+            await send({"type": "http.response.body", "body": sse_event(data), "more_body": True})
+            if isinstance(frame, Reply):
+                reply = frame
+                break
+            while True:
+                with trio.move_on_after(KEEPALIVE) as quiet:
+                    frame = await conn.frames.receive()
+                if not quiet.cancelled_caught:
+                    break
+                await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+    except trio.EndOfChannel:  # cancelled: end the stream without a reply
+        pass
+    await send({"type": "http.response.body", "body": b""})
+    return reply
