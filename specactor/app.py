@@ -19,6 +19,7 @@ import trio
 from specactor import SERVER_NAME, __version__
 from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.dispatcher import Connection, Dispatcher
+from specactor.actors.memory_actors import MemoryActors
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.resource_notifier import ResourceNotifier
 from specactor.actors.runtime import TrioRuntime
@@ -84,7 +85,8 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
                                   redacts=redacted if logs.redact_memory else None)
     supervisor = Supervisor()
     services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime, feed=feed,
-                        supervisor=supervisor, storages=Storages(storage, supervisor, feed))
+                        supervisor=supervisor, storages=Storages(storage, supervisor, feed),
+                        memory=MemoryActors.from_config(config, feed))
     core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,
@@ -168,7 +170,7 @@ async def _watch_signals(stop: trio.Event, reason: list[str]) -> None:
 
 async def serve_stdio(app: App, fds: StdioFds) -> int:
     """Serve MCP on stdin/stdout until EOF or a signal; returns the exit status."""
-    transport = StdioTransport(app.core, app.dispatcher, fds, max_line=app.config.max_line_bytes)
+    transport = StdioTransport(app.dispatcher, fds, max_line=app.config.max_line_bytes)
     async with trio.open_nursery() as root:
         await start_actors(app, root)
         await app.supervisor.start(root, ChildSpec("stdio", transport.run, restart="transient"))

@@ -22,7 +22,6 @@ from specactor.concurrency.peer import PeerLink
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import INVALID_REQUEST
 from specactor.protocol.frames import Reply, error_response
-from specactor.protocol.server import ServerCore
 from specactor.protocol.session import Session
 
 log = get_logger("specactor.stdio")
@@ -158,14 +157,13 @@ class StdioConnection:
 
 class StdioTransport:
     """Args:
-        core, dispatcher: where frames go.
+        dispatcher: where frames go.
         fds: the claimed descriptors.
         max_line: the longest accepted line in bytes.
     """
 
-    def __init__(self, core: ServerCore, dispatcher: Dispatcher, fds: StdioFds, *,
+    def __init__(self, dispatcher: Dispatcher, fds: StdioFds, *,
                  max_line: int = 64 * 1024 * 1024) -> None:
-        self.core = core
         self.dispatcher = dispatcher
         self.fds = fds
         self.max_line = max_line

@@ -12,6 +12,7 @@ from importlib import import_module
 from types import ModuleType
 
 from specactor.actors.change_feed import ChangeFeed
+from specactor.actors.memory_actors import MemoryActors
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.storage import StorageActor
@@ -37,6 +38,7 @@ class Services:
     feed: ChangeFeed
     supervisor: Supervisor
     storages: Storages
+    memory: MemoryActors
 
 
 # toolset name -> module with `register(registry, services)`; a toolset whose module does not

@@ -16,13 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from specactor.actors.change_feed import ChangeFeed
-from specactor.actors.embeddings import EmbeddingsClient
-from specactor.actors.knowledge_reader import GitFailed, KnowledgeReader, RepoMissing
-from specactor.actors.knowledge_sync import KnowledgeSync
-from specactor.actors.memory_store import MemoryStoreActor
+from specactor.actors.knowledge_reader import GitFailed, RepoMissing
+from specactor.actors.memory_actors import embeddings_endpoint
 from specactor.actors.storage import Tx
-from specactor.actors.supervisor import ChildSpec, Supervisor
+from specactor.actors.supervisor import ChildSpec
 from specactor.config import Config
 from specactor.domain.changes import Change
 from specactor.domain.knowledge import api as k
@@ -68,8 +65,7 @@ class MemorySettings:
     def from_config(cls, config: Config) -> MemorySettings:
         """The tools' settings from `config.memory` (docs/configuration.md)."""
         mem = config.memory
-        emb = mem.embeddings
-        endpoint = EmbeddingsEndpoint(emb.url, emb.model, emb.api_key, emb.timeout) if emb.url else None
+        endpoint = embeddings_endpoint(config)
         return cls(mode=mem.mode or ("hybrid" if endpoint else "lexical"), embeddings=endpoint,
                    user_id=mem.user_id or _login(), project_id=mem.project_id or config.root_path.name or None,
                    team_id=mem.team_id, org_id=mem.org_id, company_id=mem.company_id)
@@ -79,44 +75,6 @@ class MemorySettings:
         return Identifiers(agent_id=ctx.session.client_name or None, user_id=self.user_id,
                            session_id=ctx.session.id, project_id=self.project_id, team_id=self.team_id,
                            org_id=self.org_id, company_id=self.company_id)
-
-
-class MemoryActors:
-    """The memory toolset's actors, built without I/O; `up` starts them on first use.
-
-    Each is `permanent` (`ChildSpec.restart`): none holds state a restart loses, and starting
-    cannot fail, so a crash is restarted at once while the supervisor's intensity limit still
-    stops a crash loop. The memory store opens its database after it started: a database that
-    cannot be opened fails the calls that need it (INTERNAL, naming the file), never the start.
-
-    Args:
-        db_path, knowledge_root: the SQLite file and the knowledge repository.
-        embeddings: the endpoint of the semantic and hybrid modes, or None.
-        feed, workspace: where committed writes are published, naming the server's root.
-    """
-
-    def __init__(self, db_path: Path, knowledge_root: Path, *, embeddings: EmbeddingsEndpoint | None = None,
-                 feed: ChangeFeed | None = None, workspace: str = "") -> None:
-        self.store = MemoryStoreActor(db_path)
-        self.embeddings = EmbeddingsClient(embeddings) if embeddings is not None else None
-        self.reader = KnowledgeReader(knowledge_root)
-        self.sync = KnowledgeSync(self.reader, self.store, feed=feed, workspace=workspace)
-
-    @property
-    def specs(self) -> list[ChildSpec]:
-        """Every actor's, in the order they depend on each other."""
-        return [a.spec for a in (self.store, self.embeddings, self.reader, self.sync) if a is not None]
-
-    @staticmethod
-    async def up(supervisor: Supervisor, *specs: ChildSpec) -> None:
-        """Start `specs` (once each, under `supervisor`) unless they run already.
-
-        Raises:
-            RuntimeError: the app is not running.
-        """
-        for spec in specs:
-            if not supervisor.running(spec.name):
-                await supervisor.ensure(spec)
 
 
 def _login() -> str | None:
@@ -149,13 +107,12 @@ def register(registry: Registry, services: Services) -> None:
     config = services.config
     settings = MemorySettings.from_config(config)
     workspace, knowledge_root = str(config.root_path), config.knowledge_repo_path
-    actors = MemoryActors(config.memory_db_path, knowledge_root, embeddings=settings.embeddings,
-                          feed=services.feed, workspace=workspace)
+    actors = services.memory
     store, reader, sync = actors.store, actors.reader, actors.sync
     embedder = actors.embeddings if settings.mode != "lexical" else None
 
     async def up(*specs: ChildSpec) -> None:
-        await MemoryActors.up(services.supervisor, *specs)
+        await actors.up(services.supervisor, *specs)
 
     async def vector(text: str) -> list[float] | None:
         if embedder is None:

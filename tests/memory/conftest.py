@@ -12,10 +12,10 @@ import msgspec
 import pytest
 import trio
 
+from specactor.actors.memory_actors import MemoryActors
 from specactor.config import SessionLogConfig, load
 from specactor.domain.memory.records import EmbeddingsEndpoint
 from specactor.testing import MemoryClient, open_memory_server
-from specactor.toolsets.memory import MemoryActors
 from tests.conftest import check_frames
 
 ADR_042 = """---

@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
+from specactor.actors.memory_actors import MemoryActors
 from specactor.sqlite import memory_db
-from specactor.toolsets.memory import MemoryActors
 
 
 def main() -> None:

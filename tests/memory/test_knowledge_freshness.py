@@ -11,9 +11,9 @@ import pytest
 import trio
 
 from specactor.actors.knowledge_reader import KnowledgeReader
+from specactor.actors.memory_actors import MemoryActors
 from specactor.domain.knowledge import gitrefs
 from specactor.testing import MemoryClient
-from specactor.toolsets.memory import MemoryActors
 from tests.memory.conftest import Repo, actors_for, error, item, ok, started
 
 NO_EVAL = ("Keep code safe.\n\n## Constraints\n```yaml\n- operator: must_not_match\n  target: code\n"

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from specactor.actors.supervisor import ChildSpec
 from specactor.testing import MemoryClient, open_memory_server
 from tests.memory.conftest import Repo, error, item, ok, server_config
 from tests.test_change_feed_writes import one, published
@@ -19,16 +18,9 @@ NAMES = ("memory-store", "knowledge-reader", "knowledge-sync")
 
 
 def watch(client: MemoryClient, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """The actors the toolset asks the supervisor to start, by name, as they are asked for."""
-    actors: dict[str, Any] = {}
-    ensure = client.app.supervisor.ensure
-
-    async def spy(spec: ChildSpec) -> None:
-        actors[spec.name] = getattr(spec.start, "__self__")  # noqa: B009 -- the actor `run` is bound to
-        await ensure(spec)
-
-    monkeypatch.setattr(client.app.supervisor, "ensure", spy)
-    return actors
+    """The memory actors the app built (Services.memory), by their supervisor names."""
+    memory = client.app.services.memory
+    return {a.spec.name: a for a in (memory.store, memory.reader, memory.sync)}
 
 
 def crash(actor: Any) -> None:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import trio
 
+from specactor.actors.memory_actors import MemoryActors
 from specactor.domain.memory import scoring
 from specactor.protocol.errors import ToolError
 from specactor.sqlite.memory_db import load_sync
-from specactor.toolsets.memory import MemoryActors
 from tests.memory.conftest import Repo, actors_for, item, started
 from tests.memory.test_embeddings import Endpoint, endpoint, vector
 
