@@ -39,8 +39,8 @@ log = get_logger("specactor.app")
 
 INSTRUCTIONS = (
     "specactor serves a spec-driven workflow on this repository: OpenSpec workspaces (openspec/), "
-    "the AirsSpec lifecycle (.airsspec/), layered memory and a knowledge repository of ADRs and "
-    "policies, and graph sync. Every tool answers with {success, data} or {success: false, error: "
+    "the AirsSpec lifecycle (.airsspec/), and layered memory with a knowledge repository of ADRs and "
+    "policies. Every tool answers with {success, data} or {success: false, error: "
     "{code, message, retryable, details}}."
 )
 
