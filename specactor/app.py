@@ -19,7 +19,6 @@ import trio
 from specactor import SERVER_NAME, __version__
 from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.dispatcher import Connection, Dispatcher
-from specactor.actors.memory_actors import MemoryActors
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.resource_notifier import ResourceNotifier
 from specactor.actors.runtime import TrioRuntime
@@ -85,8 +84,7 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
                                   redacts=redacted if logs.redact_memory else None)
     supervisor = Supervisor()
     services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime, feed=feed,
-                        supervisor=supervisor, storages=Storages(storage, supervisor, feed),
-                        memory=MemoryActors.from_config(config, feed))
+                        supervisor=supervisor, storages=Storages(storage, supervisor, feed))
     core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,

@@ -25,7 +25,7 @@ import trio
 
 from specactor.actors.change_feed import ChangeFeed, Subscription
 from specactor.domain.changes import Change, kind_of
-from specactor.fs.openspec_fs import Inotify
+from specactor.fs.inotify import Inotify
 from specactor.logsetup import get_logger
 
 log = get_logger("specactor.workspace_watcher")

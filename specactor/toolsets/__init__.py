@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import import_module
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from specactor.actors.change_feed import ChangeFeed
-from specactor.actors.memory_actors import MemoryActors
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.storage import StorageActor
@@ -20,6 +21,9 @@ from specactor.actors.storages import Storages
 from specactor.actors.supervisor import Supervisor
 from specactor.config import Config
 from specactor.protocol.registry import Registry
+
+if TYPE_CHECKING:
+    from specactor.actors.memory_actors import MemoryActors
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,8 @@ class Services:
     `feed` is where every committed write is published; `supervisor.ensure` starts an actor on
     demand, under supervision, in the app's root nursery. `storage` is the server root's storage
     actor; `storages.get(root)` is any workspace root's (the server's, or one started on demand).
+    `memory` is the memory toolset's actors, built on first use (their modules cost ~60 ms of
+    imports, which must not stand before the first reply); they start on their own first use.
     """
 
     config: Config
@@ -38,7 +44,12 @@ class Services:
     feed: ChangeFeed
     supervisor: Supervisor
     storages: Storages
-    memory: MemoryActors
+
+    @cached_property
+    def memory(self) -> MemoryActors:
+        from specactor.actors.memory_actors import MemoryActors
+
+        return MemoryActors.from_config(self.config, self.feed)
 
 
 # toolset name -> module with `register(registry, services)`; a toolset whose module does not
