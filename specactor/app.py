@@ -113,7 +113,8 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
     app.supervisor.attach(nursery)
     notifier = ResourceNotifier(app.services.feed, app.registry)
     roots = dict.fromkeys([app.config.root_path, app.config.openspec_project[0]])
-    watchers = [ChildSpec(f"workspace-watcher:{root}", WorkspaceWatcher(root, app.services.feed).run)
+    watchers = [ChildSpec(f"workspace-watcher:{root}",
+                          WorkspaceWatcher(root, app.services.feed, after=app.dispatcher.first_reply).run)
                 for root in roots if root.is_dir()]
     for spec in (ChildSpec("metrics", app.metrics.run), ChildSpec("session-log", app.session_log.run),
                  ChildSpec("storage", app.storage.run), ChildSpec("resource-notifier", notifier.run),

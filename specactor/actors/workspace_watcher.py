@@ -70,7 +70,7 @@ def walk(root: str, rel: str) -> Iterator[tuple[str, bool]]:
 
 class WorkspaceWatcher:
     def __init__(self, root: Path, feed: ChangeFeed, *, poll_interval: float = 2.0, debounce: float = 0.05,
-                 use_inotify: bool = True) -> None:
+                 use_inotify: bool = True, after: trio.Event | None = None) -> None:
         self.root = str(root)
         self.feed = feed
         self.poll_interval = poll_interval
@@ -79,12 +79,16 @@ class WorkspaceWatcher:
         self.own: dict[str, tuple[Identity, float]] = {}
         self.published = 0
         self.ready = trio.Event()  # set once the watches (or the first scan) are in place
+        self.after = after  # the server's first reply: watching starts after it (or a second of quiet)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         # Started at once: setting up watches walks the trees, which must not delay the first reply.
         sub = self.feed.subscribe(f"workspace-watcher:{self.root}")
         task_status.started()
         try:
+            if self.after is not None:
+                with trio.move_on_after(1.0):
+                    await self.after.wait()
             inotify = Inotify() if self.use_inotify else None
             if inotify is not None and await trio.to_thread.run_sync(self._watch_all, inotify):
                 self.ready.set()
