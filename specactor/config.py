@@ -227,7 +227,7 @@ FLAGS: dict[str, str] = {
     "http.port": "--port",
 }
 # Read by other parts of specactor (or by tools it starts), not settings of this Struct.
-ENV_ELSEWHERE = frozenset({"SPECACTOR_CONFIG", "SPECACTOR_FUZZ"})
+ENV_ELSEWHERE = frozenset({"SPECACTOR_CONFIG", "SPECACTOR_FUZZ", "SPECACTOR_FAST", "SPECACTOR_REPEAT"})
 LIST_KEYS = frozenset({"toolsets", "http.allowed_origins", "http.allowed_hosts"})
 
 

@@ -19,7 +19,11 @@ settings.register_profile("default", max_examples=60, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.register_profile("fuzz", max_examples=2000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-settings.load_profile("fuzz" if os.environ.get("SPECACTOR_FUZZ") else "default")
+# `just test-fast`: the edit-test loop, a fifth of the default examples (the full suite runs 60).
+settings.register_profile("fast", max_examples=12, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile("fuzz" if os.environ.get("SPECACTOR_FUZZ") else
+                      "fast" if os.environ.get("SPECACTOR_FAST") else "default")
 
 
 @pytest.fixture(autouse=True, scope="session")
