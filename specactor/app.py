@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import trio
 
 from specactor import SERVER_NAME, __version__
+from specactor.actors.cache_invalidator import CacheInvalidator
 from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.dispatcher import Connection, Dispatcher
 from specactor.actors.metrics import MetricsActor
@@ -84,7 +85,8 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
                                   redacts=redacted if logs.redact_memory else None)
     supervisor = Supervisor()
     services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime, feed=feed,
-                        supervisor=supervisor, storages=Storages(storage, supervisor, feed))
+                        supervisor=supervisor, storages=Storages(storage, supervisor, feed),
+                        caches=CacheInvalidator(feed))
     core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,
@@ -118,6 +120,7 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
                 for root in roots if root.is_dir()]
     for spec in (ChildSpec("metrics", app.metrics.run), ChildSpec("session-log", app.session_log.run),
                  ChildSpec("storage", app.storage.run), ChildSpec("resource-notifier", notifier.run),
+                 ChildSpec("cache-invalidator", app.services.caches.run),
                  *watchers, ChildSpec("dispatcher", app.dispatcher.run)):
         await app.supervisor.start(nursery, spec)
 

@@ -15,7 +15,6 @@ event loop's one thread).
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
 
 import msgspec
 import trio
@@ -79,15 +78,15 @@ class Subscription:
         return Change(workspace=workspace, toolset="", kind="rescan", origin="external",
                       seq=self._feed.last_seq)
 
-    def __aiter__(self) -> AsyncIterator[Change]:
-        return self._iterate()
+    def __aiter__(self) -> Subscription:
+        return self
 
-    async def _iterate(self) -> AsyncIterator[Change]:
-        while True:
-            try:
-                yield await self.receive()
-            except (trio.EndOfChannel, trio.ClosedResourceError):
-                return
+    async def __anext__(self) -> Change:
+        # A plain iterator, not an async generator: a reader cancelled mid-wait leaves nothing to close.
+        try:
+            return await self.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
 
     def close(self) -> None:
         self._feed._subscribers.discard(self)

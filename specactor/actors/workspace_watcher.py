@@ -89,14 +89,16 @@ class WorkspaceWatcher:
             if self.after is not None:
                 with trio.move_on_after(1.0):
                     await self.after.wait()
-            inotify = Inotify() if self.use_inotify else None
-            if inotify is not None and await trio.to_thread.run_sync(self._watch_all, inotify):
-                self.ready.set()
-                await self._follow(inotify, sub)
-            else:
-                seen = await trio.to_thread.run_sync(self._scan)
-                self.ready.set()
-                await self._poll(seen, sub)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._learn_own, sub)
+                inotify = Inotify() if self.use_inotify else None
+                if inotify is not None and await trio.to_thread.run_sync(self._watch_all, inotify):
+                    self.ready.set()
+                    await self._follow(inotify)
+                else:
+                    seen = await trio.to_thread.run_sync(self._scan)
+                    self.ready.set()
+                    await self._poll(seen)
         finally:
             sub.close()
 
@@ -119,7 +121,7 @@ class WorkspaceWatcher:
                 ok = inotify.watch(os.path.join(self.root, child), child) and ok
         return ok
 
-    async def _follow(self, inotify: Inotify, sub: Subscription) -> None:
+    async def _follow(self, inotify: Inotify) -> None:
         while True:
             await trio.lowlevel.wait_readable(inotify.fd)
             await trio.sleep(self.debounce)
@@ -137,7 +139,7 @@ class WorkspaceWatcher:
                     paths.update((child, None) for child, is_dir in walk(self.root, rel) if not is_dir)
                 elif not mask & Inotify.ISDIR:
                     paths[rel] = None
-            self._publish(list(paths), sub)
+            self._publish(list(paths))
 
     # ------------------------------------------------------------------ polling
 
@@ -149,33 +151,30 @@ class WorkspaceWatcher:
                     files[rel] = identity(os.path.join(self.root, rel))
         return files
 
-    async def _poll(self, seen: dict[str, Identity], sub: Subscription) -> None:
+    async def _poll(self, seen: dict[str, Identity]) -> None:
         while True:
             await trio.sleep(self.poll_interval)
             now = await trio.to_thread.run_sync(self._scan)
             changed = [rel for rel in now.keys() | seen.keys() if now.get(rel) != seen.get(rel)]
             seen = now
-            self._publish(sorted(changed), sub)
+            self._publish(sorted(changed))
 
     # ------------------------------------------------------------------ publishing
 
-    def _learn_own(self, sub: Subscription) -> None:
-        """Remember the files this server's own writes left, from their events on the feed."""
-        now = trio.current_time()
-        while True:
-            try:
-                change = sub.receive_nowait()
-            except trio.WouldBlock:
-                break
+    async def _learn_own(self, sub: Subscription) -> None:
+        """Remember the files this server's own writes left, as their events arrive on the feed
+        (right after each commit, so a hand edit made later has another identity)."""
+        async for change in sub:
             if change.origin != "self" or change.workspace != self.root:
                 continue
+            now = trio.current_time()
             for rel in change.paths:
                 self.own[rel] = (identity(os.path.join(self.root, rel)), now + OWN_TTL)
-        for rel in [rel for rel, (_, until) in self.own.items() if until < now]:
-            del self.own[rel]
+            if len(self.own) > 4096:  # forget the expired ones now and then, not at every write
+                for rel in [rel for rel, (_, until) in self.own.items() if until < now]:
+                    del self.own[rel]
 
-    def _publish(self, paths: list[str], sub: Subscription) -> None:
-        self._learn_own(sub)
+    def _publish(self, paths: list[str]) -> None:
         written: list[str] = []
         removed: list[str] = []
         for rel in paths:
@@ -183,7 +182,7 @@ class WorkspaceWatcher:
                 continue
             now = identity(os.path.join(self.root, rel))
             own = self.own.get(rel)
-            if (own is not None and own[0] == now) or now == OTHER:
+            if (own is not None and own[0] == now and own[1] >= trio.current_time()) or now == OTHER:
                 continue
             (removed if now is None else written).append(rel)
         if written or removed:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from specactor.domain.airsspec import layout
 from specactor.domain.airsspec.catalog import Catalog, StatKey
 from specactor.domain.airsspec.documents import Documents
+from specactor.domain.changes import Change
 from specactor.fs.confined import Confined
 from specactor.fs.files import read_fd
 
@@ -113,6 +114,19 @@ class AirsSpecDisk:
                 return fn(self.catalog, files)
             finally:
                 files.close()
+
+    def changed(self, change: Change) -> None:
+        """A change on the feed: the specs it touched are read afresh next time (a rescan: all of
+        them). Blocking (the catalog's lock): call on a worker thread."""
+        if Path(change.workspace) != self.root():
+            return
+        ids = None if change.kind == "rescan" else {
+            parts[2] for parts in (p.split("/") for p in change.paths) if parts[:2] == [".airsspec", "specs"]
+            and len(parts) > 2}
+        if ids == set():
+            return
+        with self._lock:
+            self.catalog.mark_stale(ids)
 
     def cached(self, name: str, build: Callable[[], T]) -> T:
         """`build()`'s value, remembered until the catalog's index changes (call inside `read`)."""

@@ -13,6 +13,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from specactor.actors.cache_invalidator import CacheInvalidator
 from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.metrics import MetricsActor
 from specactor.actors.runtime import TrioRuntime
@@ -33,6 +34,7 @@ class Services:
     `feed` is where every committed write is published; `supervisor.ensure` starts an actor on
     demand, under supervision, in the app's root nursery. `storage` is the server root's storage
     actor; `storages.get(root)` is any workspace root's (the server's, or one started on demand).
+    `caches.register(fn)` has the feed's changes reach a toolset's cache.
     `memory` is the memory toolset's actors, built on first use (their modules cost ~60 ms of
     imports, which must not stand before the first reply); they start on their own first use.
     """
@@ -44,6 +46,7 @@ class Services:
     feed: ChangeFeed
     supervisor: Supervisor
     storages: Storages
+    caches: CacheInvalidator
 
     @cached_property
     def memory(self) -> MemoryActors:

@@ -153,6 +153,7 @@ def _category(value: str | msgspec.UnsetType) -> vocab.Category | None:
 def register(registry: Registry, services: Services) -> None:
     ws = Workspace(services)
     docs = ws.documents
+    services.caches.register(ws.disk.changed)
 
     # Subscribers of the spec's resources hear of a write from the change feed (the resource
     # notifier reads it), as they hear of edits by hand or by another process.

@@ -22,7 +22,7 @@ import msgspec
 from msgspec import UNSET
 
 from specactor.actors.storage import PathEscape, Tx
-from specactor.domain.changes import Kind
+from specactor.domain.changes import Change, Kind
 from specactor.domain.openspec import templates
 from specactor.domain.openspec.cache import CachedSource
 from specactor.domain.openspec.errors import Blocked, EditRefused, Missing
@@ -94,6 +94,16 @@ class Workspace:
         self.runtime = services.runtime
         self.storages = services.storages
         self.create = create  # make `openspec/` on first use (OPENSPEC_AUTO_PROJECT_ROOT)
+
+    def changed(self, change: Change) -> None:
+        """A change on the feed (this process's writes and edits seen on disk): forget what the
+        cache holds of the paths it names. Blocking (the cache's lock): runs on a worker thread."""
+        if Path(change.workspace) != self.project:
+            return
+        if change.kind == "rescan":
+            self.source.clear()
+        else:
+            self.source.forget(p.removeprefix("openspec/") for p in change.paths if p.startswith("openspec/"))
 
     def root(self) -> Root:
         return Root(str(self.project), "nearest")
@@ -199,6 +209,7 @@ def _checked(kind: str, value: str, uri: str) -> str:
 def register(registry: Registry, services: Services) -> None:
     project, create = services.config.openspec_project
     ws = Workspace(project, services, create=create)
+    services.caches.register(ws.changed)
     log.debug("openspec workspace", openspec=str(ws.openspec), create=create,
               openspec_root=services.config.openspec.root, auto=services.config.openspec.auto_project_root)
     _register_tools(registry, ws)

@@ -155,3 +155,13 @@ def test_os_file_system_watches_and_reports_changed_paths(tmp_path: Path) -> Non
     os.rename(root / "specs" / "a", root / "specs" / "b")
     changed = fs.events() or []
     assert {"specs/a/spec.md", "specs/a"} <= set(changed)
+
+
+def test_a_path_the_change_feed_names_is_read_again_before_any_event_arrives() -> None:
+    fs = FakeFs({"specs/a/spec.md": SPEC, "specs/b/spec.md": ONE}, watchable=True)
+    src = CachedSource(fs)
+    counts(src)
+    fs.files["specs/a/spec.md"] = ONE  # written, same size and time, and no event queued
+    reads = fs.calls["read"]
+    src.forget(["specs/a/spec.md"])
+    assert counts(src) == [1, 1] and fs.calls["read"] == reads + 1

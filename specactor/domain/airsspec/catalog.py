@@ -12,7 +12,7 @@ Not thread-safe: the caller serialises calls (the toolset holds a lock around ea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 import msgspec
@@ -84,6 +84,7 @@ class Catalog:
         self._journal_key: StatKey | None = None
         self._generation: int | None = None
         self._last_sweep: float | None = None
+        self._stale: set[str] = set()  # specs a change named since the last read: refreshed first
 
     # ------------------------------------------------------------------ one spec, always fresh
 
@@ -161,7 +162,19 @@ class Catalog:
     def summaries(self, files: Files) -> dict[str, Summary]:
         return {e.id: e for e in self.entries(files) if isinstance(e, Summary)}
 
+    def mark_stale(self, spec_ids: Iterable[str] | None) -> None:
+        """Refresh these specs at the next read (a change on the feed named them); None: sweep
+        everything at the next read."""
+        if spec_ids is None:
+            self._last_sweep = None
+        else:
+            self._stale.update(spec_ids)
+
     def _sync(self, files: Files) -> None:
+        if self._stale:
+            stale, self._stale = self._stale, set()
+            for spec_id in sorted(stale):
+                self._refresh(files, spec_id)
         now = files.monotonic()
         if self._last_sweep is None or now - self._last_sweep >= self.sweep_interval:
             self._sweep(files, now)

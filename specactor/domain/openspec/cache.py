@@ -100,6 +100,13 @@ class CachedSource:
         with self._lock:
             self._forget_all()
 
+    def forget(self, paths: Iterable[str]) -> None:
+        """Drop what is cached at or under each path (relative to `openspec/`): a write the change
+        feed announced, before any watch event for it arrives."""
+        with self._lock:
+            for path in paths:
+                self._forget(path)
+
     def _forget_all(self) -> None:
         self._generation += 1
         self._watched.clear()

@@ -1,0 +1,54 @@
+"""The cache invalidator: reads the change feed and tells the toolsets' caches what changed.
+
+A toolset registers a callback (`register`) for its caches; each change on the feed, this
+process's writes and edits the workspace watcher saw alike, reaches every callback once, in feed
+order, on a worker thread (a cache takes its own lock, which a long read may hold). A rescan (this
+subscriber fell behind, or the watcher lost events) reaches them too: they forget everything of
+that workspace. So a hand edit shows in an AirsSpec list as soon as the watcher sees it, not at
+the next two-second sweep; the caches' own checks (stat keys, inotify, the journal) stay as the
+safety net for what the feed cannot know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+
+from specactor.actors.change_feed import ChangeFeed
+from specactor.domain.changes import Change
+
+# A burst of a few hundred writes fits; past that, one rescan stands for what was missed.
+BUFFER = 1024
+
+Invalidate = Callable[[Change], None]
+
+
+class CacheInvalidator:
+    def __init__(self, feed: ChangeFeed) -> None:
+        self.feed = feed
+        self._callbacks: list[Invalidate] = []
+        self.applied = 0  # changes every callback has seen: tests wait on it
+        self._applied = trio.Event()
+
+    def register(self, callback: Invalidate) -> None:
+        """Call `callback(change)` for every later change (on a worker thread; it must not raise)."""
+        self._callbacks.append(callback)
+
+    async def wait_applied(self, count: int) -> None:
+        """Wait until `count` changes have reached every callback."""
+        while self.applied < count:
+            await self._applied.wait()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        sub = self.feed.subscribe("cache-invalidator", BUFFER)
+        task_status.started()
+        try:
+            async for change in sub:
+                for callback in tuple(self._callbacks):
+                    await trio.to_thread.run_sync(callback, change)
+                self.applied += 1
+                self._applied.set()
+                self._applied = trio.Event()
+        finally:
+            sub.close()
