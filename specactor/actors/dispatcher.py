@@ -267,6 +267,12 @@ class Dispatcher:
                         await self.limiter.take()
                     try:
                         reply = await self.core.respond(req, conn.session, conn.peer, self.runtime)
+                    except Exception as err:  # respond answers every failure itself; a bug in it must
+                        # cost this request its answer, not every request in flight (the nursery's)
+                        log.error("request failed outside its handler", method=req.method, tool=req.tool,
+                                  error=f"{type(err).__name__}: {err}")
+                        reply = error_reply(req.id, INTERNAL_ERROR, f"internal error ({type(err).__name__})",
+                                            tool=req.tool)
                     finally:
                         self.limiter.give()
             finally:

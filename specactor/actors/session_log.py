@@ -119,7 +119,7 @@ class Abridger:
         if entry.kind == "request":
             if b'/list"' not in raw and (self.redacts is None or b'"tools/call"' not in raw):
                 return entry  # most requests: not decoded at all
-            if raw.lstrip()[:1] == b"[":  # a 2025-03-26 batch (whose replies are not recorded)
+            if raw.lstrip()[:1] == b"[":  # a 2025-03-26 batch
                 frames = _decode(raw)
                 if isinstance(frames, list):
                     return replace(entry, raw=msgspec.json.encode([self._request(entry.session, f) for f in frames]))
@@ -131,6 +131,12 @@ class Abridger:
             if self._wants(entry.session, head):
                 return replace(entry, raw=msgspec.json.encode(_without_arguments(_decode(raw))))
         elif entry.kind == "response" and self._waiting:
+            if raw.lstrip()[:1] == b"[":  # a batch's replies: each shortened as a lone reply would be
+                frames = _decode(raw)
+                if not isinstance(frames, list):
+                    return entry
+                out = [self._one_reply(entry.session, f) for f in frames]
+                return replace(entry, raw=msgspec.json.encode(out))
             try:
                 ident = msgspec.json.decode(raw, type=_Id).id
             except (msgspec.DecodeError, msgspec.ValidationError):
@@ -164,6 +170,11 @@ class Abridger:
         if len(self._waiting) >= self.WAITING:
             del self._waiting[next(iter(self._waiting))]
         self._waiting[session, ident] = what
+
+    def _one_reply(self, session: str, frame: Any) -> Any:
+        ident = frame.get("id") if isinstance(frame, dict) else None
+        what = self._waiting.pop((session, ident), None) if isinstance(ident, int | str) else None
+        return frame if what is None else msgspec.json.decode(self._reply(msgspec.json.encode(frame), what))
 
     @staticmethod
     def _reply(raw: bytes, what: str) -> bytes:

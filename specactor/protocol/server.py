@@ -91,7 +91,8 @@ class ServerCore:
         self.signer = StateSigner()
         self.listeners: dict[tuple[str, int | str], Listener] = {}
         self._tool_cache: dict[str, list[w.Tool]] = {}
-        registry.on_change(lambda _kind, _uri: self._tool_cache.clear())
+        # Only a change of the tool list empties it (a resource update, every write, must not).
+        registry.on_change(lambda kind, _uri: self._tool_cache.clear() if kind == "tools" else None)
 
     def notification(self, msg: Incoming, session: Session) -> int | str | None:
         """Apply a client notification; returns the request id it cancels, if any."""

@@ -351,3 +351,22 @@ async def test_a_batch_whose_every_request_is_cancelled_is_abandoned_without_an_
             await client.app.dispatcher.wait_idle()
         assert abandoned == [None] and sorted(gate.cancelled) == ["1", "2"]
         await assert_nothing_more_sent(client)
+
+
+async def test_a_failure_outside_any_handler_costs_only_its_own_request(tmp_path: Path) -> None:
+    async with open_memory_server(fixture_config(tmp_path)) as client:
+        await client.initialize()
+        respond = client.app.core.respond
+
+        async def broken(req: Any, *args: Any) -> Any:
+            if req.tool == "sleep":
+                raise RuntimeError("a bug in the core")
+            return await respond(req, *args)
+
+        client.app.core.respond = broken  # type: ignore[method-assign]
+        with structlog.testing.capture_logs() as logs:
+            failed = await client.request("tools/call", {"name": "sleep", "arguments": {"seconds": 0}})
+        assert failed["error"]["code"] == -32603 and "RuntimeError" in failed["error"]["message"]
+        assert any(entry["event"] == "request failed outside its handler" for entry in logs)
+        assert (await client.request("ping"))["result"] == {}
+        assert client.app.supervisor.restarts == {}  # the dispatcher did not crash

@@ -407,3 +407,18 @@ def test_a_batch_request_has_its_redacted_calls_arguments_replaced() -> None:
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "y"}}}])
     shaped = msgspec.json.decode(abridger.shape(Entry("s", "request", batch, 0.0)).raw)
     assert [item["params"]["arguments"] for item in shaped] == [{"redacted": True}, {"text": "y"}]
+
+
+def test_a_batch_reply_has_its_redacted_calls_results_replaced_and_the_rest_kept() -> None:
+    abridger = Abridger(lambda tool: tool == "memory_add")
+    batch = msgspec.json.encode([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_add", "arguments": {"c": "x"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "y"}}}])
+    abridger.shape(Entry("s", "request", batch, 0.0))
+    replies = msgspec.json.encode([
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "a secret memory"}]}},
+        {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "y"}]}}])
+    shaped = abridger.shape(Entry("s", "response", replies, 0.0)).raw
+    assert b"a secret memory" not in shaped
+    assert [item["result"] for item in msgspec.json.decode(shaped)] == [
+        {"redacted": True, "isError": False}, {"content": [{"type": "text", "text": "y"}]}]
