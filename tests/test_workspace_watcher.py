@@ -96,3 +96,31 @@ async def test_the_servers_own_writes_are_on_the_feed_once_and_not_again_as_exte
     assert [ch.origin for ch in changes].count("self") == 2
     external = [ch for ch in changes if ch.origin == "external"]
     assert external[0].written == (f".airsspec/specs/{spec_id}/notes.md",), external
+
+
+def test_an_inotify_closed_by_hand_is_not_closed_again_by_the_collector(tmp_path: Path) -> None:
+    import gc
+    import os
+
+    from specactor.fs.inotify import Inotify
+
+    inotify = Inotify()
+    assert inotify.watch(str(tmp_path), "")
+    fd = inotify.fd
+    inotify.close()
+    inotify.close()  # twice: a no-op
+    reused = os.open(os.devnull, os.O_RDONLY)  # may take the same number
+    try:
+        del inotify
+        gc.collect()
+        os.fstat(reused)  # still open: the finalizer did not close a descriptor it no longer owns
+    finally:
+        os.close(reused)
+    assert fd >= 0
+
+
+async def test_what_is_published_while_a_watcher_restarts_is_not_lost(tmp_path: Path) -> None:
+    feed = ChangeFeed()
+    watcher = WorkspaceWatcher(tmp_path, feed)
+    feed.publish(Change(workspace=str(tmp_path), toolset="airsspec", kind="spec", written=(".airsspec/x",)))
+    assert watcher.sub.receive_nowait().written == (".airsspec/x",)  # subscribed since it was built

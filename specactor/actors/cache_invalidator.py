@@ -30,6 +30,8 @@ class CacheInvalidator:
         self._callbacks: list[Invalidate] = []
         self.applied = 0  # changes every callback has seen: tests wait on it
         self._applied = trio.Event()
+        # Made once and kept across restarts: what is published while the invalidator restarts waits.
+        self.sub = feed.subscribe("cache-invalidator", BUFFER)
 
     def register(self, callback: Invalidate) -> None:
         """Call `callback(change)` for every later change (on a worker thread; it must not raise)."""
@@ -41,14 +43,14 @@ class CacheInvalidator:
             await self._applied.wait()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        sub = self.feed.subscribe("cache-invalidator", BUFFER)
         task_status.started()
-        try:
-            async for change in sub:
-                for callback in tuple(self._callbacks):
-                    await trio.to_thread.run_sync(callback, change)
-                self.applied += 1
-                self._applied.set()
-                self._applied = trio.Event()
-        finally:
-            sub.close()
+        async for change in self.sub:
+            await trio.to_thread.run_sync(_apply, tuple(self._callbacks), change)  # one hop for them all
+            self.applied += 1
+            self._applied.set()
+            self._applied = trio.Event()
+
+
+def _apply(callbacks: tuple[Invalidate, ...], change: Change) -> None:
+    for callback in callbacks:
+        callback(change)

@@ -25,14 +25,12 @@ class ResourceNotifier:
         self.feed = feed
         self.registry = registry
         self.delivered = 0
+        # Made once and kept across restarts: what is published while the notifier restarts waits.
+        self.sub = feed.subscribe("resource-notifier", BUFFER)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        sub = self.feed.subscribe("resource-notifier", BUFFER)
         task_status.started()
-        try:
-            async for change in sub:
-                for uri in resource_uris(change):
-                    self.registry.resource_updated(uri)
-                self.delivered += 1
-        finally:
-            sub.close()
+        async for change in self.sub:
+            for uri in resource_uris(change):
+                self.registry.resource_updated(uri)
+            self.delivered += 1

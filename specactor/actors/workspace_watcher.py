@@ -80,27 +80,31 @@ class WorkspaceWatcher:
         self.published = 0
         self.ready = trio.Event()  # set once the watches (or the first scan) are in place
         self.after = after  # the server's first reply: watching starts after it (or a second of quiet)
+        # Made once and kept across restarts: what is published while the watcher restarts waits.
+        self.sub = feed.subscribe(f"workspace-watcher:{self.root}")
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         # Started at once: setting up watches walks the trees, which must not delay the first reply.
-        sub = self.feed.subscribe(f"workspace-watcher:{self.root}")
         task_status.started()
+        if self.after is not None:
+            with trio.move_on_after(1.0):
+                await self.after.wait()
+        inotify = Inotify() if self.use_inotify else None
         try:
-            if self.after is not None:
-                with trio.move_on_after(1.0):
-                    await self.after.wait()
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._learn_own, sub)
-                inotify = Inotify() if self.use_inotify else None
+                nursery.start_soon(self._learn_own, self.sub)
                 if inotify is not None and await trio.to_thread.run_sync(self._watch_all, inotify):
                     self.ready.set()
                     await self._follow(inotify)
                 else:
+                    if inotify is not None:  # a refused watch: give back the ones already made
+                        inotify.close()
                     seen = await trio.to_thread.run_sync(self._scan)
                     self.ready.set()
                     await self._poll(seen)
         finally:
-            sub.close()
+            if inotify is not None:
+                inotify.close()
 
     # ------------------------------------------------------------------ inotify
 
@@ -125,21 +129,30 @@ class WorkspaceWatcher:
         while True:
             await trio.lowlevel.wait_readable(inotify.fd)
             await trio.sleep(self.debounce)
-            events = inotify.drain_events()
-            if events is None:  # the kernel dropped events: anything may have changed
+            # Draining, watching new folders and reading the files' identities touch the disk:
+            # on a worker thread, never on the event loop.
+            batch = await trio.to_thread.run_sync(self._batch, inotify)
+            if batch is None:  # the kernel dropped events: anything may have changed
                 self.feed.publish(Change(workspace=self.root, toolset="", kind="rescan", origin="external"))
                 continue
-            paths: dict[str, None] = {}
-            for rel, mask in events:
-                if not rel or rel.split("/", 1)[0] not in TREES:
-                    continue
-                if mask & Inotify.ISDIR and mask & Inotify.CREATED_DIR:
-                    # A new folder: watch it, and count what is already in it (made before the watch).
-                    self._watch_tree(inotify, rel)
-                    paths.update((child, None) for child, is_dir in walk(self.root, rel) if not is_dir)
-                elif not mask & Inotify.ISDIR:
-                    paths[rel] = None
-            self._publish(list(paths))
+            self._publish(batch)
+
+    def _batch(self, inotify: Inotify) -> list[tuple[str, Identity]] | None:
+        events = inotify.drain_events()
+        if events is None:
+            self._watch_all(inotify)  # folders made while events were dropped are watched too
+            return None
+        paths: dict[str, None] = {}
+        for rel, mask in events:
+            if not rel or rel.split("/", 1)[0] not in TREES:
+                continue
+            if mask & Inotify.ISDIR and mask & Inotify.CREATED_DIR:
+                # A new folder: watch it, and count what is already in it (made before the watch).
+                self._watch_tree(inotify, rel)
+                paths.update((child, None) for child, is_dir in walk(self.root, rel) if not is_dir)
+            elif not mask & Inotify.ISDIR:
+                paths[rel] = None
+        return [(rel, identity(os.path.join(self.root, rel))) for rel in paths if not is_temp(rel)]
 
     # ------------------------------------------------------------------ polling
 
@@ -157,7 +170,7 @@ class WorkspaceWatcher:
             now = await trio.to_thread.run_sync(self._scan)
             changed = [rel for rel in now.keys() | seen.keys() if now.get(rel) != seen.get(rel)]
             seen = now
-            self._publish(sorted(changed))
+            self._publish([(rel, now.get(rel)) for rel in sorted(changed) if not is_temp(rel)])
 
     # ------------------------------------------------------------------ publishing
 
@@ -174,15 +187,14 @@ class WorkspaceWatcher:
                 for rel in [rel for rel, (_, until) in self.own.items() if until < now]:
                     del self.own[rel]
 
-    def _publish(self, paths: list[str]) -> None:
+    def _publish(self, batch: list[tuple[str, Identity]]) -> None:
+        """Publish what someone else changed: (path, the file's identity now) of each changed path."""
         written: list[str] = []
         removed: list[str] = []
-        for rel in paths:
-            if is_temp(rel):
-                continue
-            now = identity(os.path.join(self.root, rel))
+        deadline = trio.current_time()
+        for rel, now in batch:
             own = self.own.get(rel)
-            if (own is not None and own[0] == now and own[1] >= trio.current_time()) or now == OTHER:
+            if (own is not None and own[0] == now and own[1] >= deadline) or now == OTHER:
                 continue
             (removed if now is None else written).append(rel)
         if written or removed:

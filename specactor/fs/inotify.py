@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import struct
 import weakref
+from typing import Any
 
 
 class Inotify:
@@ -26,6 +27,7 @@ class Inotify:
         self.fd = -1
         self.paths: dict[int, str] = {}
         self.available = True  # until the first watch finds out
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     def _open(self) -> bool:
         import ctypes
@@ -37,8 +39,17 @@ class Inotify:
             self.fd = -1
         self.available = self.fd >= 0
         if self.available:  # the toolset has no shutdown hook: the descriptor goes with this object
-            weakref.finalize(self, os.close, self.fd)
+            self._finalizer = weakref.finalize(self, os.close, self.fd)
         return self.available
+
+    def close(self) -> None:
+        """Give back the descriptor and every watch on it (they count against a per-user limit)."""
+        if self._finalizer is not None:
+            self._finalizer()  # closes the descriptor once; the collector will not close it again
+            self._finalizer = None
+        self.fd = -1
+        self.paths.clear()
+        self.available = False
 
     def watch(self, path: str, rel: str) -> bool:
         if not self.available or (self.fd < 0 and not self._open()):
