@@ -51,8 +51,7 @@ class MemoryActors:
             RuntimeError: the app is not running.
         """
         for spec in specs:
-            if not supervisor.running(spec.name):
-                await supervisor.ensure(spec)
+            await supervisor.ensure(spec)
 
     @classmethod
     def from_config(cls, config: Config, feed: ChangeFeed | None = None) -> MemoryActors:

@@ -46,8 +46,7 @@ class Storages:
         if actor is None:
             actor = self._actors[root] = StorageActor(root, use_log=self.server.use_log, feed=self.feed)
         name = self.name(root)
-        if not self.supervisor.running(name):
-            await self.supervisor.ensure(ChildSpec(name, actor.run, restart=RESTART))
+        await self.supervisor.ensure(ChildSpec(name, actor.run, restart=RESTART))
         return actor
 
     @staticmethod

@@ -103,6 +103,9 @@ class Supervisor:
             RuntimeError: no nursery is attached (the app is not running).
             SupervisorGaveUp, ConfigError: the child could not be started.
         """
+        event = self._ensured.get(spec.name)
+        if event is not None and event.is_set():
+            return  # running: no checkpoint, so callers need no fast path of their own
         while True:
             event = self._ensured.get(spec.name)
             if event is None:
@@ -167,10 +170,12 @@ class Supervisor:
             else:
                 self._children.pop(spec.name, None)
                 if spec.restart != "permanent":
+                    self._ensured.pop(spec.name, None)
                     return
                 cause = _Exited(f"{spec.name} returned")
             self._crashed(spec, cause, crashes)
             if spec.restart == "temporary":
+                self._ensured.pop(spec.name, None)
                 return
             if len(crashes) > self.max_restarts:
                 raise SupervisorGaveUp(spec.name, cause)

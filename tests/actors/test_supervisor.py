@@ -375,3 +375,22 @@ async def test_a_killed_child_is_restarted_and_serves_again(autojump_clock: trio
         with pytest.raises(KeyError):
             sup.kill("nobody")
         nursery.cancel_scope.cancel()
+
+
+async def test_a_transient_child_that_ended_is_started_again_by_the_next_ensure() -> None:
+    runs: list[int] = []
+
+    async def child(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        runs.append(1)
+        task_status.started()  # then returns: done for good, as a transient child may be
+
+    sup = Supervisor()
+    async with trio.open_nursery() as nursery:
+        sup.attach(nursery)
+        with trio.fail_after(5):
+            await sup.ensure(ChildSpec("job", child, restart="transient"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert not sup.running("job")
+            await sup.ensure(ChildSpec("job", child, restart="transient"))
+        assert len(runs) == 2
+        nursery.cancel_scope.cancel()
