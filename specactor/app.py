@@ -123,6 +123,20 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
                  ChildSpec("cache-invalidator", app.services.caches.run),
                  *watchers, ChildSpec("dispatcher", app.dispatcher.run)):
         await app.supervisor.start(nursery, spec)
+    if app.config.graph_enabled:
+        nursery.start_soon(start_graph_sync, app)
+
+
+async def start_graph_sync(app: App) -> None:
+    """Start graph sync once the first reply is out (or after a second of quiet): its imports and
+    its reconcile of the whole workspace must not stand before a client's first answer. Its
+    reconcile finds whatever was written meanwhile."""
+    with trio.move_on_after(1.0):
+        await app.dispatcher.first_reply.wait()
+    from importlib import import_module
+
+    await trio.to_thread.run_sync(import_module, "specactor.actors.graph_sync")  # httpx and all: off the loop
+    await app.supervisor.ensure(app.services.graph.spec)
 
 
 def notify_changes(app: App, nursery: trio.Nursery, connections: Callable[[], Iterable[Connection]]) -> None:

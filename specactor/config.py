@@ -64,13 +64,25 @@ class SessionLogConfig(_Base, frozen=True):
 
 
 class EmergentConfig(_Base, frozen=True):
+    """The Emergent server graph sync mirrors into (the specmcp seed's variables)."""
+
     url: str = "http://localhost:3002"
-    api_key: str | None = None
+    api_key: str | None = None  # EMERGENT_API_KEY or EMERGENT_TOKEN; `emt_…` goes as a Bearer token
     project_id: str | None = None
+    timeout: Seconds = 30.0  # one request, each phase (connect, write, read)
+    max_retries: Annotated[int, Meta(ge=0)] = 4  # a failed idempotent request is retried this often
+    long_outage_threshold: Positive = 20  # consecutive failed rounds before probing at the long interval
+    long_outage_interval_mins: Seconds = 5.0
 
 
 class GraphConfig(_Base, frozen=True):
-    enabled: bool = False
+    enabled: bool = False  # also on when the `graph` toolset is chosen
+    workspace_id: str | None = None  # default: from the git remote (owner/name), else the folder's name
+    db: str | None = None  # the outbox and state map; default <root>/.specactor/graph.db
+    batch_size: Annotated[int, Meta(ge=1, le=100)] = 100  # items per bulk request (Emergent takes 1-100)
+    concurrency: Annotated[int, Meta(ge=1, le=64)] = 16  # requests in flight while draining
+    retry_max_seconds: Seconds = 30.0  # the drain's backoff cap while Emergent fails
+    sync_timeout: Seconds = 60.0  # how long `graph_sync` waits for the outbox to drain
 
 
 class EmbeddingsConfig(_Base, frozen=True):
@@ -143,6 +155,12 @@ class Config(_Base, frozen=True):
         return openspec_project(self.root_path, self.openspec.root, self.openspec.auto_project_root, Path.home())
 
     @property
+    def graph_db_path(self) -> Path:
+        if self.graph.db:
+            return Path(self.graph.db).expanduser().resolve()
+        return self.root_path / ".specactor" / "graph.db"
+
+    @property
     def session_log_dir(self) -> Path | None:
         if not self.session_log.enabled:
             return None
@@ -209,9 +227,15 @@ ENV: dict[str, str] = {
     "SPECACTOR_EMBEDDINGS_MODEL": "memory.embeddings.model",
     "SPECACTOR_EMBEDDINGS_API_KEY": "memory.embeddings.api_key",
     "SPECACTOR_KNOWLEDGE_REPO": "knowledge.repo",
+    "SPECACTOR_GRAPH_WORKSPACE_ID": "graph.workspace_id",
+    "SPECACTOR_GRAPH_DB": "graph.db",
     "EMERGENT_URL": "emergent.url",
     "EMERGENT_API_KEY": "emergent.api_key",
+    "EMERGENT_TOKEN": "emergent.api_key",  # specmcp's name; wins over EMERGENT_API_KEY, its legacy alias
     "EMERGENT_PROJECT_ID": "emergent.project_id",
+    "EMERGENT_MAX_RETRIES": "emergent.max_retries",
+    "EMERGENT_LONG_OUTAGE_THRESHOLD": "emergent.long_outage_threshold",
+    "EMERGENT_LONG_OUTAGE_INTERVAL_MINS": "emergent.long_outage_interval_mins",
     "OPENSPEC_ROOT": "openspec.root",
     "OPENSPEC_AUTO_PROJECT_ROOT": "openspec.auto_project_root",
 }
@@ -250,7 +274,8 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     tree: dict[str, Any] = {}
-    for name, value in environ.items():
+    # EMERGENT_TOKEN is read after its legacy alias, so it wins whatever the environment's order
+    for name, value in sorted(environ.items(), key=lambda item: item[0] == "EMERGENT_TOKEN"):
         if name in ENV:
             if name.startswith("OPENSPEC_") and not value.strip():
                 continue  # the OpenSpec CLI reads an empty variable as unset
@@ -389,8 +414,9 @@ def _check(config: Config, merged: dict[str, Any], sources: Sources) -> None:
                           "(SPECACTOR_EMBEDDINGS_URL or memory.embeddings.url)",
                           setting="memory.mode", source=sources.of("memory.mode"))
     if config.graph_enabled and not config.emergent.api_key:
-        raise ConfigError("graph sync is enabled but EMERGENT_API_KEY is not set "
-                          "(set it, or the config key emergent.api_key, or disable the graph toolset)")
+        raise ConfigError("graph sync is enabled but EMERGENT_API_KEY is not set (set it or EMERGENT_TOKEN, "
+                          "or the config key emergent.api_key, or turn graph sync off: SPECACTOR_GRAPH_SYNC=false "
+                          "and no graph toolset)")
 
 
 def openspec_project(cwd: Path, root: str | None, auto: bool, home: Path) -> tuple[Path, bool]:

@@ -33,7 +33,7 @@ ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "code": {"type": "string", "enum": ["INVALID_INPUT", "NOT_FOUND", "PROVIDER_ERROR", "RATE_LIMITED",
-                                            "CONFLICT", "TIMEOUT", "INTERNAL"]},
+                                            "UNAUTHORIZED", "CONFLICT", "TIMEOUT", "INTERNAL"]},
         "message": {"type": "string"},
         "retryable": {"type": "boolean"},
         "details": {"type": "object"},

@@ -31,7 +31,7 @@ MISSING_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 ToolErrorCode = Literal[
-    "INVALID_INPUT", "NOT_FOUND", "PROVIDER_ERROR", "RATE_LIMITED", "CONFLICT", "TIMEOUT", "INTERNAL"
+    "INVALID_INPUT", "NOT_FOUND", "PROVIDER_ERROR", "RATE_LIMITED", "UNAUTHORIZED", "CONFLICT", "TIMEOUT", "INTERNAL"
 ]
 
 RETRYABLE: Final[dict[str, bool]] = {
@@ -39,6 +39,7 @@ RETRYABLE: Final[dict[str, bool]] = {
     "NOT_FOUND": False,
     "PROVIDER_ERROR": True,
     "RATE_LIMITED": True,
+    "UNAUTHORIZED": False,  # an upstream refused our credentials: only a new key helps
     "CONFLICT": True,
     "TIMEOUT": True,
     "INTERNAL": False,

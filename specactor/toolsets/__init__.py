@@ -24,6 +24,7 @@ from specactor.config import Config
 from specactor.protocol.registry import Registry
 
 if TYPE_CHECKING:
+    from specactor.actors.graph_sync import GraphSync
     from specactor.actors.memory_actors import MemoryActors
 
 
@@ -35,6 +36,7 @@ class Services:
     demand, under supervision, in the app's root nursery. `storage` is the server root's storage
     actor; `storages.get(root)` is any workspace root's (the server's, or one started on demand).
     `caches.register(fn)` has the feed's changes reach a toolset's cache.
+    `graph` is the graph-sync actor, built on first use like `memory`.
     `memory` is the memory toolset's actors, built on first use (their modules cost ~60 ms of
     imports, which must not stand before the first reply); they start on their own first use.
     """
@@ -53,6 +55,13 @@ class Services:
         from specactor.actors.memory_actors import MemoryActors
 
         return MemoryActors.from_config(self.config, self.feed)
+
+    @cached_property
+    def graph(self) -> GraphSync:
+        """The graph-sync actor (started by the app when graph sync is on; `supervisor.ensure(graph.spec)`)."""
+        from specactor.actors.graph_sync import GraphSync
+
+        return GraphSync(self.config, self.feed)
 
 
 # toolset name -> module with `register(registry, services)`; a toolset whose module does not

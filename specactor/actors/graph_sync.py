@@ -1,0 +1,403 @@
+"""The graph-sync actor: mirrors the workspace's specs and changes into an Emergent project.
+
+It reads the change feed, projects each touched unit (a spec, a change, an AirsSpec spec) with the
+pure `domain.graph.projection`, and queues the difference against its state map in a durable
+SQLite outbox (`sqlite/graph_outbox.py`) before anything is sent. A drain task empties the outbox
+in dependency order (objects, then their relationships, then removals) through `GraphWriter`,
+backing off while Emergent fails and probing at a long interval after many failures in a row.
+No tool call ever waits for it: writers only publish on the feed. On start it probes Emergent
+(logged) and reconciles every unit against the state map; `sync(force=True)` also lists the
+graph's objects of this workspace and repairs what differs (missing, changed, duplicated).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import trio
+
+from specactor.actors.change_feed import ChangeFeed
+from specactor.actors.emergent_client import EmergentClient
+from specactor.actors.graph_writer import Counts, GraphWriter, remote_node
+from specactor.actors.supervisor import ChildSpec
+from specactor.config import Config
+from specactor.domain.changes import Change
+from specactor.domain.graph import projection
+from specactor.domain.graph.api import DeadLetter, GraphStatusOut, GraphSyncOut, Outbox
+from specactor.domain.graph.emergent import EmergentError
+from specactor.domain.graph.model import Graph
+from specactor.fs.workspace_reader import WorkspaceReader, folder_name, git_remote
+from specactor.logsetup import get_logger
+from specactor.sqlite import graph_outbox as ob
+
+log = get_logger("specactor.graph_sync")
+T = TypeVar("T")
+
+# A burst of writes is a few hundred events; past that one rescan stands for what was missed,
+# which for graph sync is a reconcile of every unit: cheap next to the network.
+BUFFER = 1024
+TAKE = 500  # outbox rows read per step
+EVENTS_PER_BATCH = 256  # feed events coalesced into one projection and one outbox transaction
+
+
+def iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+def workspace_id(config: Config) -> str:
+    """The configured id, else the git remote's owner/name, else the folder's name."""
+    if config.graph.workspace_id:
+        return projection.workspace_id_from(None, config.graph.workspace_id)
+    root = config.root_path
+    return projection.workspace_id_from(git_remote(root), folder_name(root))
+
+
+@dataclass
+class _Health:
+    connected: bool | None = None
+    last_success: float | None = None
+    last_error: str | None = None
+    last_error_at: float | None = None
+    failures: int = 0
+    next_attempt: float | None = None  # trio clock
+
+
+class GraphSync:
+    """Args:
+        config: the `emergent` and `graph` sections, the root and the OpenSpec project.
+        feed: the change feed it reads (subscribed here, once: events published while it restarts wait).
+        client_factory: builds the Emergent client (tests give one with a transport of their own).
+    """
+
+    def __init__(self, config: Config, feed: ChangeFeed,
+                 client_factory: Callable[[Config], EmergentClient] | None = None) -> None:
+        self.config = config
+        self.workspace = workspace_id(config)
+        self.label = f"workspace:{self.workspace}"
+        self.root = config.root_path
+        self.openspec_root = config.openspec_project[0]
+        self.db_path = config.graph_db_path
+        self.sub = feed.subscribe("graph-sync", BUFFER)
+        self._client_factory = client_factory or _client
+        self.health = _Health()
+        self.counts = Counts()  # everything done since start (a sync reports its own difference)
+        self.spec = ChildSpec("graph-sync", self.run, restart="permanent")
+        self._conn: Any = None
+        self._db_lock = trio.Lock()  # one connection, one statement sequence at a time
+        self._wake = trio.Event()  # new rows in the outbox
+        self._kick = trio.Event()  # a `sync` call: try now, even while backing off
+        self._round_done = trio.Event()  # set (and replaced) each time the drain finishes a round
+        self._ready = trio.Event()
+        self._client: EmergentClient | None = None
+        self.rounds = 0
+
+    # ------------------------------------------------------------------ the actor
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._conn = await trio.to_thread.run_sync(ob.connect, self.db_path)
+        self._client = self._client_factory(self.config)
+        self._ready = trio.Event()
+        try:
+            async with trio.open_nursery() as nursery:
+                task_status.started()
+                nursery.start_soon(self._probe)
+                await self.reconcile_local()
+                self._ready.set()
+                nursery.start_soon(self._drain_loop)
+                await self._consume()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._client.aclose()
+                await trio.to_thread.run_sync(self._conn.close)
+
+    async def db(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a `graph_outbox` function on the actor's connection, on a worker thread."""
+        async with self._db_lock:
+            return await trio.to_thread.run_sync(fn, self._conn, *args)
+
+    async def _probe(self) -> None:
+        """Check /health and list one object; log what was found. An unreachable server is an error
+        in the log, never a reason not to serve."""
+        assert self._client is not None
+        cfg = self.config.emergent
+        try:
+            with trio.fail_after(cfg.timeout * 2):
+                await self._client.health()
+                page = await self._client.search_objects(limit=1)
+        except (EmergentError, trio.TooSlowError) as err:
+            message = err.message if isinstance(err, EmergentError) else "no answer in time"
+            self._failed(message)
+            log.error("Emergent is unreachable; graph sync will keep trying", url=cfg.url, error=message)
+            return
+        self.health.connected = True
+        log.info("Emergent is reachable", url=cfg.url, project=cfg.project_id, workspace=self.workspace,
+                 objects=page.total)
+
+    # ------------------------------------------------------------------ the feed side
+
+    def _units_of(self, change: Change) -> set[str] | None:
+        """The units a change touches (None: all of them); units of another folder are not ours."""
+        workspace = Path(change.workspace)
+        if workspace not in (self.root, self.openspec_root):
+            return set()
+        if change.kind == "rescan":
+            return None
+        units = projection.units_of(change.paths)
+        return {u for u in units if (workspace == self.openspec_root) == u.startswith("openspec:")
+                or self.root == self.openspec_root}
+
+    async def _consume(self) -> None:
+        while True:
+            change = await self.sub.receive()
+            units: set[str] | None = self._units_of(change)
+            for _ in range(EVENTS_PER_BATCH):  # a burst of writes is projected once
+                try:
+                    more = self.sub.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                extra = self._units_of(more)
+                units = None if units is None or extra is None else units | extra
+            if units is None:
+                await self.reconcile_local()
+            elif units:
+                await self._enqueue(units)
+
+    async def _enqueue(self, units: set[str] | None) -> ob.Queued:
+        """Project `units` (None: every unit on disk or known) and queue the difference."""
+        known_units = await self.db(ob.units) if units is None else set()
+
+        def project() -> dict[str, Graph]:
+            reader = WorkspaceReader(self.root, self.openspec_root)
+            try:
+                chosen = units if units is not None else projection.discover_units(reader) | known_units
+                return {unit: projection.project_unit(self.workspace, unit, reader) for unit in sorted(chosen)}
+            finally:
+                if reader.skipped:
+                    log.warning("files not mirrored into the graph", files=reader.skipped[:20])
+                reader.close()
+
+        graphs = await trio.to_thread.run_sync(project)
+        queued: ob.Queued = await self.db(ob.enqueue_units, graphs)
+        self.counts.unchanged += queued.unchanged
+        if queued.puts or queued.deletes:
+            self._wake.set()
+        return queued
+
+    async def reconcile_local(self) -> ob.Queued:
+        """Every unit against the state map: what differs is queued."""
+        return await self._enqueue(None)
+
+    # ------------------------------------------------------------------ the drain side
+
+    def _failed(self, message: str) -> None:
+        h = self.health
+        h.connected, h.last_error, h.last_error_at = False, message, time.time()
+        h.failures += 1
+
+    def backoff(self) -> float:
+        """Seconds before the next try: exponential from 0.5 s, capped; the long-outage interval
+        after `long_outage_threshold` failures in a row (specmcp's rule)."""
+        cfg = self.config.emergent
+        failures = self.health.failures
+        if failures >= cfg.long_outage_threshold:
+            return cfg.long_outage_interval_mins * 60.0
+        return float(min(self.config.graph.retry_max_seconds, 0.5 * 2 ** max(0, failures - 1)))
+
+    def _round_finished(self) -> None:
+        self._round_done.set()
+        self._round_done = trio.Event()
+
+    async def _drain_loop(self) -> None:
+        while True:
+            depth = await self.db(ob.depth)
+            if depth.pending == 0:
+                self._round_finished()
+                await _either(self._wake, self._kick)
+                self._wake, self._kick = trio.Event(), trio.Event()
+                continue
+            self._wake = trio.Event()
+            try:
+                progressed = await self.drain_once()
+            except EmergentError as err:
+                self._failed(err.message)
+                self._round_finished()
+                delay = max(self.backoff(), err.retry_after or 0.0)  # honour a 429's Retry-After
+                self.health.next_attempt = trio.current_time() + delay
+                log.warning("graph sync paused; Emergent failed", error=err.message, code=err.code,
+                            retry_in=round(delay, 1), failures=self.health.failures)
+                with trio.move_on_after(delay):
+                    await self._kick.wait()
+                self._kick = trio.Event()
+                self.health.next_attempt = None
+                continue
+            h = self.health
+            h.connected, h.last_success, h.failures = True, time.time(), 0
+            self._round_finished()
+            if not progressed:  # rows wait for an end that waits itself: try again later, not in a busy loop
+                with trio.move_on_after(0.5):
+                    await _either(self._wake, self._kick)
+
+    async def drain_once(self) -> bool:
+        """One pass over the outbox in dependency order; whether it settled anything.
+
+        Raises:
+            EmergentError: the server or the network failed (what was done is recorded).
+        """
+        assert self._client is not None
+        graph = self.config.graph
+        writer = GraphWriter(self._client, self.db, self.label, batch=graph.batch_size, concurrency=graph.concurrency)
+        before = await self.db(ob.depth)
+        self.rounds += 1
+        for kind, op in (("node", "put"), ("edge", "put"), ("edge", "delete"), ("node", "delete")):
+            after = 0
+            while True:
+                items = await self.db(ob.take, kind, op, TAKE, after)
+                if not items:
+                    break
+                after = items[-1].seq
+                if (kind, op) == ("node", "put"):
+                    await writer.put_nodes(items, self.counts)
+                elif (kind, op) == ("edge", "put"):
+                    await writer.put_edges(items, self.counts)
+                elif kind == "edge":
+                    await writer.delete_edges(items, self.counts)
+                else:
+                    await writer.delete_nodes(items, self.counts)
+        now = await self.db(ob.depth)
+        return now.pending < before.pending or now.dead > before.dead or now.pending == 0
+
+    async def repair(self) -> None:
+        """List the graph's objects of this workspace and bring the state map in line with them:
+        duplicates removed, objects deleted or changed by hand sent again, strays removed.
+
+        Raises:
+            EmergentError: the listing or a removal failed.
+        """
+        assert self._client is not None
+        graph = self.config.graph
+        writer = GraphWriter(self._client, self.db, self.label, batch=graph.batch_size, concurrency=graph.concurrency)
+        requeued = await self.db(ob.requeue_dead)
+        listing = await writer.list_workspace()
+        await writer.remove_duplicates(listing, self.counts)
+        synced = await self.db(ob.synced_keys, "node")
+        forget = [key for key, row in synced.items()
+                  if key not in listing or str(listing[key][0].get("canonical_id")) != row.canonical_id
+                  or remote_node(listing[key][0], row.unit).digest() != row.digest]
+        await self.db(ob.forget, "node", forget)
+        # Relationships: upserts, so sending them all again is harmless and finds any removed by hand.
+        await self.db(ob.forget, "edge", list((await self.db(ob.synced_keys, "edge")).keys()))
+        queued = await self.reconcile_local()
+        await self._remove_strays([copies[0] for copies in listing.values()])
+        log.info("graph repaired", listed=len(listing), forgotten=len(forget), queued=queued.puts + queued.deletes,
+                 dead_letters_retried=requeued)
+
+    async def _remove_strays(self, candidates: list[dict[str, Any]]) -> None:
+        """Objects of this workspace the projection has no key for (left by a lost state map)."""
+        if not candidates:
+            return
+        wanted = await self.db(ob.wanted_keys, [str(obj.get("key")) for obj in candidates])
+        strays = [obj for obj in candidates if obj.get("key") not in wanted]
+        assert self._client is not None
+        for obj in strays:
+            try:
+                await self._client.delete_object(str(obj.get("canonical_id") or obj["id"]))
+                self.counts.deleted += 1
+            except EmergentError as err:
+                if err.code not in ("NOT_FOUND", "REFUSED"):
+                    raise
+
+    # ------------------------------------------------------------------ what the tools call
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def sync(self, *, force: bool, timeout: float) -> GraphSyncOut:
+        """Reconcile now (with `force`, against the graph's own listing too) and wait until the
+        outbox is drained, at most `timeout` seconds.
+
+        Raises:
+            EmergentError: Emergent failed, and nothing could be sent (the counts so far are in the log).
+        """
+        start, before = time.monotonic(), _snapshot(self.counts)
+        with trio.fail_after(timeout):
+            await self._ready.wait()
+        failures_before = self.health.failures
+        if force:
+            await self.repair()
+        await self.reconcile_local()
+        self._kick.set()
+        with trio.move_on_after(max(0.0, timeout - (time.monotonic() - start))):
+            while (await self.db(ob.depth)).pending and self.health.failures <= failures_before:
+                await self._round_done.wait()
+        depth = await self.db(ob.depth)
+        after = _snapshot(self.counts)
+        if depth.pending and self.health.failures > failures_before and after == before:
+            raise EmergentError("PROVIDER_ERROR", f"{self.health.last_error}; {depth.pending} items wait in the "
+                                "outbox and go out when it answers again")
+        return GraphSyncOut(created=after.created - before.created, updated=after.updated - before.updated,
+                            deleted=after.deleted - before.deleted, unchanged=after.unchanged - before.unchanged,
+                            failed=after.failed - before.failed, pending=depth.pending,
+                            seconds=round(time.monotonic() - start, 3))
+
+    async def status(self) -> GraphStatusOut:
+        h = self.health
+        if self._conn is None:
+            depth, dead = ob.Depth(0, None, 0, 0), []
+        else:
+            depth = await self.db(ob.depth)
+            dead = await self.db(ob.dead_letters, 5)
+        now = time.time()
+        cfg = self.config.emergent
+        next_in = None if h.next_attempt is None else max(0.0, round(h.next_attempt - trio.current_time(), 3))
+        return GraphStatusOut(
+            enabled=True, connected=h.connected, url=cfg.url, projectId=cfg.project_id, workspaceId=self.workspace,
+            lastSuccess=iso(h.last_success), lastError=h.last_error, lastErrorAt=iso(h.last_error_at),
+            consecutiveFailures=h.failures, nextAttemptInSeconds=next_in,
+            outbox=Outbox(pending=depth.pending, deadLetters=depth.dead,
+                          oldestPendingSeconds=None if depth.oldest is None else round(max(0.0, now - depth.oldest),
+                                                                                       3)),
+            synced=depth.synced,
+            recentDeadLetters=[DeadLetter(kind=d["kind"], key=d["key"], op=d["op"], type=d["type"], code=d["code"],
+                                          status=d["status"], message=d["message"], at=iso(d["at"]) or "")
+                               for d in dead])
+
+    def query_client(self) -> EmergentClient:
+        """A client for the query tools: one attempt (the tool layer retries), its own connections."""
+        cfg = self.config.emergent
+        return EmergentClient(cfg.url, cfg.api_key or "", cfg.project_id, timeout=min(cfg.timeout, 10.0),
+                              max_attempts=1)
+
+
+class _Snap(msgspec.Struct, frozen=True):
+    created: int
+    updated: int
+    deleted: int
+    unchanged: int
+    failed: int
+
+
+def _snapshot(c: Counts) -> _Snap:
+    return _Snap(c.created, c.updated, c.deleted, c.unchanged, c.failed)
+
+
+def _client(config: Config) -> EmergentClient:
+    cfg = config.emergent
+    return EmergentClient(cfg.url, cfg.api_key or "", cfg.project_id, timeout=cfg.timeout,
+                          max_attempts=cfg.max_retries + 1, backoff_max=config.graph.retry_max_seconds)
+
+
+async def _either(a: trio.Event, b: trio.Event) -> None:
+    async with trio.open_nursery() as nursery:
+        async def wait(event: trio.Event) -> None:
+            await event.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(wait, a)
+        nursery.start_soon(wait, b)
