@@ -229,10 +229,15 @@ ENV: dict[str, str] = {
     "SPECACTOR_KNOWLEDGE_REPO": "knowledge.repo",
     "SPECACTOR_GRAPH_WORKSPACE_ID": "graph.workspace_id",
     "SPECACTOR_GRAPH_DB": "graph.db",
+    "SPECACTOR_GRAPH_BATCH_SIZE": "graph.batch_size",
+    "SPECACTOR_GRAPH_CONCURRENCY": "graph.concurrency",
+    "SPECACTOR_GRAPH_RETRY_MAX_SECONDS": "graph.retry_max_seconds",
+    "SPECACTOR_GRAPH_SYNC_TIMEOUT": "graph.sync_timeout",
     "EMERGENT_URL": "emergent.url",
     "EMERGENT_API_KEY": "emergent.api_key",
     "EMERGENT_TOKEN": "emergent.api_key",  # specmcp's name; wins over EMERGENT_API_KEY, its legacy alias
     "EMERGENT_PROJECT_ID": "emergent.project_id",
+    "EMERGENT_TIMEOUT": "emergent.timeout",
     "EMERGENT_MAX_RETRIES": "emergent.max_retries",
     "EMERGENT_LONG_OUTAGE_THRESHOLD": "emergent.long_outage_threshold",
     "EMERGENT_LONG_OUTAGE_INTERVAL_MINS": "emergent.long_outage_interval_mins",
@@ -414,9 +419,10 @@ def _check(config: Config, merged: dict[str, Any], sources: Sources) -> None:
                           "(SPECACTOR_EMBEDDINGS_URL or memory.embeddings.url)",
                           setting="memory.mode", source=sources.of("memory.mode"))
     if config.graph_enabled and not config.emergent.api_key:
-        raise ConfigError("graph sync is enabled but EMERGENT_API_KEY is not set (set it or EMERGENT_TOKEN, "
-                          "or the config key emergent.api_key, or turn graph sync off: SPECACTOR_GRAPH_SYNC=false "
-                          "and no graph toolset)")
+        why = "graph.enabled" if config.graph.enabled else "toolsets"
+        raise ConfigError("graph sync is on but EMERGENT_API_KEY is not set: set it (or EMERGENT_TOKEN, or the "
+                          "config key emergent.api_key), or turn graph sync off (SPECACTOR_GRAPH_SYNC=false and no "
+                          "graph toolset)", setting=why, source=sources.of(why))
 
 
 def openspec_project(cwd: Path, root: str | None, auto: bool, home: Path) -> tuple[Path, bool]:

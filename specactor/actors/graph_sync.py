@@ -318,6 +318,10 @@ class GraphSync:
     async def wait_ready(self) -> None:
         await self._ready.wait()
 
+    async def wait_round(self) -> None:
+        """Wait until the drain finishes its next round (a success, a failure, or finding nothing to do)."""
+        await self._round_done.wait()
+
     async def sync(self, *, force: bool, timeout: float) -> GraphSyncOut:
         """Reconcile now (with `force`, against the graph's own listing too) and wait until the
         outbox is drained, at most `timeout` seconds.

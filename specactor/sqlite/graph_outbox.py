@@ -173,6 +173,8 @@ def _enqueue_unit(conn: sqlite3.Connection, unit: str, graph: Graph, stamp: floa
         "SELECT kind, key, digest, deleted, type FROM synced WHERE unit = ?", (unit,))}
     pending = {(k, key): (op, digest, attempts, type_) for k, key, op, digest, attempts, type_ in conn.execute(
         "SELECT kind, key, op, digest, attempts, type FROM outbox WHERE unit = ?", (unit,))}
+    refused = {(k, key): (op, digest) for k, key, op, digest in conn.execute(
+        "SELECT kind, key, op, digest FROM dead WHERE unit = ?", (unit,))}
     wanted: set[tuple[str, str]] = set()
     for kind, key, type_, body, digest in _items(graph):
         wanted.add((kind, key))
@@ -181,6 +183,8 @@ def _enqueue_unit(conn: sqlite3.Connection, unit: str, graph: Graph, stamp: floa
         in_graph = known is not None and not known[1] and known[0] == digest
         if queued is not None and queued[0] == "put" and queued[1] == digest:
             continue  # already on its way
+        if refused.get((kind, key)) == ("put", digest):
+            continue  # refused as it is: a new version, or a forced sync, tries again
         if in_graph:
             if queued is not None:  # a queued change is undone: the graph already says this
                 conn.execute("DELETE FROM outbox WHERE kind = ? AND key = ?", (kind, key))
@@ -195,6 +199,8 @@ def _enqueue_unit(conn: sqlite3.Connection, unit: str, graph: Graph, stamp: floa
         if (kind, key) in wanted:
             continue
         queued = pending.get((kind, key))
+        if refused.get((kind, key), ("",))[0] == "delete" and queued is None:
+            continue  # its removal was refused; a forced sync tries again
         if (kind, key) not in synced and queued is not None and queued[2] == 0:
             # never sent, so nothing in the graph to remove
             conn.execute("DELETE FROM outbox WHERE kind = ? AND key = ?", (kind, key))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
+import socket
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ from msgspec import Meta
 
 from specactor.actors.runtime import TrioRuntime
 from specactor.app import build
-from specactor.config import SessionLogConfig
+from specactor.config import EmergentConfig, SessionLogConfig
 from specactor.protocol.context import RequestContext
 from specactor.protocol.registry import Registry
 from specactor.protocol.schema import json_type
@@ -78,8 +79,20 @@ class InstantRuntime(TrioRuntime):
         await trio.lowlevel.checkpoint()
 
 
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# The graph toolset too, against an Emergent that refuses connections at once: its tools are fuzzed
+# like the others, and answer PROVIDER_ERROR (never INVALID_INPUT) to valid arguments.
+EMERGENT = EmergentConfig(url=f"http://127.0.0.1:{_closed_port()}", api_key="fuzz", max_retries=0)
+
+
 def config(root: Path) -> Any:
-    return fixture_config(root, session_log=SessionLogConfig(enabled=False))
+    base = fixture_config(root, session_log=SessionLogConfig(enabled=False), emergent=EMERGENT)
+    return msgspec.structs.replace(base, toolsets=[*base.toolsets, "graph"])
 
 
 def typed_tools() -> dict[str, dict[str, Any]]:
