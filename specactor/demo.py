@@ -24,14 +24,32 @@ def _show(title: str, body: Any) -> None:
 
 
 async def _run(workspace: Path) -> None:
+    from specactor.testing.emergent import EmergentDouble
+
+    double = EmergentDouble()  # Emergent's contract double: graph sync needs a server, and none runs offline
+    async with trio.open_nursery() as nursery:
+        await nursery.start(double.serve)
+        await _drive(workspace, double)
+        nursery.cancel_scope.cancel()
+
+
+async def _drive(workspace: Path, double: Any) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
+    from specactor.testing.emergent import PROJECT_ID
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "specactor", "serve", "--root", str(workspace)],
-                                   cwd=str(workspace), env={"SPECACTOR_LOG_LEVEL": "warning",
-                                                            "SPECACTOR_MEMORY_DB": str(workspace / ".memory.db")})
+                                   cwd=str(workspace), env={
+                                       "SPECACTOR_LOG_LEVEL": "warning",
+                                       "SPECACTOR_MEMORY_DB": str(workspace / ".memory.db"),
+                                       "SPECACTOR_TOOLSETS": "openspec,airsspec,memory,graph",
+                                       "SPECACTOR_GRAPH_WORKSPACE_ID": "demo/workspace",
+                                       "EMERGENT_URL": double.url, "EMERGENT_API_KEY": "standalone-key",
+                                       "EMERGENT_PROJECT_ID": PROJECT_ID})
     print(f"specactor demo: workspace {workspace}")
     print(f"server command: {params.command} {' '.join(params.args)}")
+    print(f"Emergent (the contract double, specactor.testing.emergent): {double.url}")
 
     async with Client(params, mode="legacy") as client:
         info = client.server_info
@@ -47,7 +65,8 @@ async def _run(workspace: Path) -> None:
         _show(f"tools/list → {len(tools)} tools", [t.name for t in tools] or "(no toolset tools are installed yet)")
         resources = (await client.list_resources()).resources
         _show(f"resources/list → {len(resources)} resources", [str(r.uri) for r in resources][:12])
-        await _airsspec(client)
+        auth_id = await _airsspec(client)
+        await _graph(client, double, auth_id)
         await _memory(client)
 
     async with Client(params) as client:
@@ -77,7 +96,7 @@ async def _call(client: Any, tool: str, arguments: dict[str, Any]) -> Any:
     return envelope
 
 
-async def _airsspec(client: Any) -> None:
+async def _airsspec(client: Any) -> str:
     """The AirsSpec lifecycle: specs, a dependency that blocks a build, a plan, progress."""
     base = await _call(client, "spec_create", {"title": "Database setup", "description": "Tables for users"})
     base_id = base["data"]["spec_id"]
@@ -99,6 +118,29 @@ async def _airsspec(client: Any) -> None:
     state = (await client.read_resource(f"airsspec:///{auth_id}/state")).contents[0]
     _show(f"resources/read airsspec:///{auth_id}/state (TOON)", getattr(state, "text", ""))
     await _call(client, "spec_transition", {"spec_id": base_id, "to_state": "active"})  # done → active: invalid
+    return str(auth_id)
+
+
+def _in_graph(double: Any, prefix: str) -> list[dict[str, Any]]:
+    from specactor.testing.emergent import PROJECT_ID
+
+    return [{"type": o["type"], "key": o["key"], "version": o["version"], "status": o.get("status"),
+             **({"step status": o["properties"].get("status")} if o["type"] == "Task" else {})}
+            for o in sorted(double.objects(PROJECT_ID), key=lambda o: o["key"]) if o["key"].startswith(prefix)]
+
+
+async def _graph(client: Any, double: Any, auth_id: str) -> None:
+    """Graph sync: what the tools wrote is mirrored into the Emergent graph, without any tool waiting."""
+    await _call(client, "graph_sync", {})
+    prefix = f"demo/workspace/airsspec:{auth_id}"
+    _show("the double's graph now holds the spec as a Change, with its proposal, plan and steps", _in_graph(
+        double, prefix))
+    await _call(client, "plan_step_complete", {"spec_id": auth_id, "step_index": 1})
+    await _call(client, "graph_sync", {})
+    _show("after plan_step_complete: the second step's Task is a new version, completed",
+          [o for o in _in_graph(double, prefix) if o["type"] == "Task"])
+    await _call(client, "graph_get", {"key": f"airsspec:{auth_id}", "depth": 1})
+    await _call(client, "graph_status", {})
 
 
 async def _memory(client: Any) -> None:

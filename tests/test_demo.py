@@ -14,4 +14,7 @@ def test_demo_drives_the_server_with_the_official_client_and_finishes() -> None:
     assert "picks the 2026-07-28 era" in done.stdout
     assert "dependency_not_satisfied" in done.stdout  # the AirsSpec story refuses the blocked build
     assert '"deleted": true' in done.stdout  # and the memory story forgets what it remembered
+    # the graph story: a step completed through a tool shows up in the (double's) Emergent graph
+    after = done.stdout.split("after plan_step_complete:")[1].split("──")[0]
+    assert after.count('"step status": "completed"') == 2, after
     assert "demo finished" in done.stdout
