@@ -31,7 +31,8 @@ from specactor.domain.graph import projection
 from specactor.domain.graph.api import DeadLetter, GraphStatusOut, GraphSyncOut, Outbox
 from specactor.domain.graph.emergent import EmergentError
 from specactor.domain.graph.model import Graph
-from specactor.fs.workspace_reader import WorkspaceReader, folder_name, git_remote
+from specactor.fs.files import ignore_in_git
+from specactor.fs.workspace_reader import DrainLock, WorkspaceReader, folder_name, git_remote
 from specactor.logsetup import get_logger
 from specactor.sqlite import graph_outbox as ob
 
@@ -43,6 +44,9 @@ T = TypeVar("T")
 BUFFER = 1024
 TAKE = 500  # outbox rows read per step
 EVENTS_PER_BATCH = 256  # feed events coalesced into one projection and one outbox transaction
+GIT_IGNORED = ("graph.db", "graph.db-wal", "graph.db-shm", "graph.db.lock")
+LOCK_RETRY = 2.0  # seconds between tries for the drain lock another server on this workspace holds
+IDLE_POLL = 2.0  # seconds between looks at an empty outbox: what another server queued is drained within it
 
 
 def iso(t: float | None) -> str | None:
@@ -91,6 +95,8 @@ class GraphSync:
         self.spec = ChildSpec("graph-sync", self.run, restart="permanent")
         self._conn: Any = None
         self._db_lock = trio.Lock()  # one connection, one statement sequence at a time
+        self._project_lock = trio.Lock()
+        self._drain_lock: DrainLock | None = None
         self._wake = trio.Event()  # new rows in the outbox
         self._kick = trio.Event()  # a `sync` call: try now, even while backing off
         self._round_done = trio.Event()  # set (and replaced) each time the drain finishes a round
@@ -102,6 +108,10 @@ class GraphSync:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._conn = await trio.to_thread.run_sync(ob.connect, self.db_path)
+        if self.db_path.parent == self.root / ".specactor":  # runtime state, never the repository's business
+            failed = await trio.to_thread.run_sync(ignore_in_git, self.db_path.parent, GIT_IGNORED)
+            if failed is not None:
+                log.warning("could not write .gitignore for the graph outbox", error=str(failed))
         self._client = self._client_factory(self.config)
         self._ready = trio.Event()
         try:
@@ -183,8 +193,9 @@ class GraphSync:
                     log.warning("files not mirrored into the graph", files=reader.skipped[:20])
                 reader.close()
 
-        graphs = await trio.to_thread.run_sync(project)
-        queued: ob.Queued = await self.db(ob.enqueue_units, graphs)
+        async with self._project_lock:  # a projection read earlier never commits after one read later
+            graphs = await trio.to_thread.run_sync(project)
+            queued: ob.Queued = await self.db(ob.enqueue_units, graphs)
         self.counts.unchanged += queued.unchanged
         if queued.puts or queued.deletes:
             self._wake.set()
@@ -215,11 +226,25 @@ class GraphSync:
         self._round_done = trio.Event()
 
     async def _drain_loop(self) -> None:
+        # Two servers on one workspace (two assistants on one repository) share the outbox; one of
+        # them drains it, the other queues and waits its turn.
+        self._drain_lock = DrainLock(self.db_path.with_name(self.db_path.name + ".lock"))
+        try:
+            while not await trio.to_thread.run_sync(self._drain_lock.try_take):
+                self._round_finished()
+                with trio.move_on_after(LOCK_RETRY):
+                    await _either(self._wake, self._kick)
+            await self._drain()
+        finally:
+            self._drain_lock.release()
+
+    async def _drain(self) -> None:
         while True:
             depth = await self.db(ob.depth)
             if depth.pending == 0:
                 self._round_finished()
-                await _either(self._wake, self._kick)
+                with trio.move_on_after(IDLE_POLL):  # another server on this workspace may queue meanwhile
+                    await _either(self._wake, self._kick)
                 self._wake, self._kick = trio.Event(), trio.Event()
                 continue
             self._wake = trio.Event()

@@ -81,6 +81,10 @@ class GraphWriter:
         self.label = label
         self.batch = batch
         self.limit = trio.CapacityLimiter(concurrency)
+        # The workspace's objects as listed once this round, when many creates made that cheaper
+        # than a lookup each. Enough for the round: what it creates meanwhile is in the state map,
+        # and a round that fails (a lost reply) ends, so the next one lists again.
+        self._listing: dict[str, list[dict[str, Any]]] | None = None
 
     async def _each(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
         """`fn` over `items`, `concurrency` at a time; the first server or network failure stops them all."""
@@ -138,8 +142,10 @@ class GraphWriter:
 
     async def _create_nodes(self, items: list[Pending], step: _Step, counts: Counts) -> None:
         found: dict[str, dict[str, Any] | None] = {}
-        if len(items) > LISTING_PAST:
-            listing = await self.list_workspace()
+        if len(items) > LISTING_PAST or self._listing is not None:
+            if self._listing is None:
+                self._listing = await self.list_workspace()
+            listing = self._listing
             found = {it.key: copies[0] if (copies := listing.get(it.key)) else None for it in items}
         else:
             async def look(it: Pending) -> None:
@@ -167,8 +173,8 @@ class GraphWriter:
             await self._patch(it, node, canonical, old, step, counts)
 
         await self._each(existing, adopt)
-        for start in range(0, len(fresh), self.batch):
-            chunk = fresh[start:start + self.batch]
+
+        async def create(chunk: list[Pending]) -> None:
             bodies = [_create_body(it.node()) for it in chunk]
             try:
                 result = await self.client.bulk_create_objects(bodies)
@@ -176,7 +182,7 @@ class GraphWriter:
                 if not _refusal(err):
                     raise
                 self._refuse_all(chunk, err, step, counts)
-                continue
+                return
             for index, outcome in enumerate(result.results):
                 it = chunk[outcome.index if outcome.index is not None else index]
                 if outcome.success and outcome.object is not None:
@@ -186,6 +192,8 @@ class GraphWriter:
                     step.failed.append(Failed(it, "REFUSED", outcome.error or "the server refused the item",
                                               None, dead=True))
                     counts.failed += 1
+
+        await self._each([fresh[i:i + self.batch] for i in range(0, len(fresh), self.batch)], create)
 
     async def _update_node(self, it: Pending, known: Known, step: _Step, counts: Counts) -> None:
         node = it.node()
@@ -277,26 +285,27 @@ class GraphWriter:
                 step.failed.append(Failed(it, "REFUSED", f"its end {missing} is not in the graph (refused, or "
                                           "removed); see that key's dead letter", None, dead=True))
                 counts.failed += 1
+        async def create(chunk: list[tuple[Pending, dict[str, Any]]]) -> None:
+            try:
+                result = await self.client.bulk_create_relationships([body for _, body in chunk])
+            except EmergentError as err:
+                if not _refusal(err):
+                    raise
+                self._refuse_all([it for it, _ in chunk], err, step, counts)
+                return
+            for index, outcome in enumerate(result.results):
+                it = chunk[outcome.index if outcome.index is not None else index][0]
+                if outcome.success and outcome.relationship is not None:
+                    rel = outcome.relationship
+                    step.done.append(Done(it, str(rel.get("canonical_id") or rel["id"])))
+                    counts.created += 1
+                else:
+                    step.failed.append(Failed(it, "REFUSED", outcome.error or "the server refused the item",
+                                              None, dead=True))
+                    counts.failed += 1
+
         try:
-            for start in range(0, len(ready), self.batch):
-                chunk = ready[start:start + self.batch]
-                try:
-                    result = await self.client.bulk_create_relationships([body for _, body in chunk])
-                except EmergentError as err:
-                    if not _refusal(err):
-                        raise
-                    self._refuse_all([it for it, _ in chunk], err, step, counts)
-                    continue
-                for index, outcome in enumerate(result.results):
-                    it = chunk[outcome.index if outcome.index is not None else index][0]
-                    if outcome.success and outcome.relationship is not None:
-                        rel = outcome.relationship
-                        step.done.append(Done(it, str(rel.get("canonical_id") or rel["id"])))
-                        counts.created += 1
-                    else:
-                        step.failed.append(Failed(it, "REFUSED", outcome.error or "the server refused the item",
-                                                  None, dead=True))
-                        counts.failed += 1
+            await self._each([ready[i:i + self.batch] for i in range(0, len(ready), self.batch)], create)
         finally:
             await self._record(step)
         return waiting

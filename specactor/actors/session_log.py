@@ -28,6 +28,7 @@ import trio
 
 from specactor.actors.mailbox import Mailbox
 from specactor.config import ConfigError
+from specactor.fs.files import ignore_in_git
 from specactor.logsetup import get_logger
 
 log = get_logger("specactor.session_log")
@@ -297,7 +298,10 @@ class SessionLogActor:
                               "--session-log-dir or SPECACTOR_SESSION_LOG_DIR, or turn the log off with "
                               "--no-session-log", setting="session_log.dir") from None
         if folder.parent.name == ".specactor":
-            _ignore_in_git(folder.parent, (*WAL_IGNORED, f"{folder.name}/"))
+            failed = ignore_in_git(folder.parent, (*WAL_IGNORED, f"{folder.name}/"))
+            if failed is not None:
+                log.warning("could not write .gitignore for the session logs", path=str(folder.parent),
+                            error=str(failed))
 
     def _prune(self) -> None:
         """Delete the files past the age or size limit, oldest first (another server sharing the
@@ -370,16 +374,3 @@ class SessionLogActor:
             except OSError as err:  # pragma: no cover - disk gone at shutdown
                 log.warning("could not close a session log", error=str(err))
         self._files.clear()
-
-
-def _ignore_in_git(folder: Path, names: tuple[str, ...]) -> None:
-    """Add the `names` missing from `folder/.gitignore` (a lost race only repeats a line)."""
-    path = folder / ".gitignore"
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        missing = [name for name in names if name not in text.splitlines()]
-        if missing:
-            with open(path, "a", encoding="utf-8") as out:
-                out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(missing) + "\n")
-    except OSError as err:
-        log.warning("could not write .gitignore for the session logs", path=str(path), error=str(err))

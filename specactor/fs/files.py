@@ -347,3 +347,18 @@ def commit(writes: list[tuple[Path, bytes]], deletes: list[Path], volatile: froz
         except FileNotFoundError:
             pass
     _fsync_paths([d for d in touched | {d.parent for d in new_dirs} if d.exists()])
+
+
+def ignore_in_git(folder: Path, names: Iterable[str]) -> OSError | None:
+    """Add the `names` missing from `folder/.gitignore` (a lost race only repeats a line); the error
+    when the file cannot be read or written (the caller logs it: runtime state stays usable)."""
+    path = folder / ".gitignore"
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        missing = [name for name in names if name not in text.splitlines()]
+        if missing:
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(missing) + "\n")
+    except OSError as err:
+        return err
+    return None

@@ -1,4 +1,5 @@
-"""The graph projection's read port over disk (`domain.graph.projection.Reader`).
+"""The graph projection's read port over disk (`domain.graph.projection.Reader`), the workspace id's
+git remote, and the lock that lets one process at a time drain a workspace's graph outbox.
 
 Paths under `openspec/` are read from the OpenSpec project folder, everything else from the
 server root (they are the same folder unless OPENSPEC_ROOT says otherwise). Reads go through
@@ -9,6 +10,7 @@ Blocking: the graph-sync actor calls it on a worker thread.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat as stat_mode
 from pathlib import Path
@@ -95,3 +97,30 @@ def git_remote(root: Path) -> str | None:
 
 def folder_name(root: Path) -> str:
     return os.path.basename(os.path.normpath(root)) or "workspace"
+
+
+class DrainLock:
+    """An exclusive lock between processes (`flock`) on a file beside the outbox: whoever holds it
+    drains. The kernel lets go when the holder dies, however it dies."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def try_take(self) -> bool:
+        """Take the lock if it is free; whether this process holds it now. Blocking (a worker thread)."""
+        if self._fd is not None:
+            return True
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the only descriptor releases the flock
+            self._fd = None

@@ -135,11 +135,20 @@ class transaction:  # a statement, like `with open(...)`: lower case
             self.conn.execute("ROLLBACK")
 
 
-def _next_seq(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT v FROM meta WHERE k = 'seq'").fetchone()
-    seq = int(row[0]) + 1 if row else 1
-    conn.execute("INSERT INTO meta (k, v) VALUES ('seq', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", (str(seq),))
-    return seq
+class _Seq:
+    """The outbox's order counter, read once and written once per transaction (not per row)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT v FROM meta WHERE k = 'seq'").fetchone()
+        self.conn, self.value = conn, int(row[0]) if row else 0
+
+    def next(self) -> int:
+        self.value += 1
+        return self.value
+
+    def save(self) -> None:
+        self.conn.execute("INSERT INTO meta (k, v) VALUES ('seq', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                          (str(self.value),))
 
 
 def _items(graph: Graph) -> Iterator[tuple[Kind, str, str, bytes, str]]:
@@ -162,12 +171,14 @@ def enqueue_units(conn: sqlite3.Connection, graphs: dict[str, Graph], now: float
     stamp = time.time() if now is None else now
     done = Queued()
     with transaction(conn):
+        seq = _Seq(conn)
         for unit, graph in graphs.items():
-            done.add(_enqueue_unit(conn, unit, graph, stamp))
+            done.add(_enqueue_unit(conn, seq, unit, graph, stamp))
+        seq.save()
     return done
 
 
-def _enqueue_unit(conn: sqlite3.Connection, unit: str, graph: Graph, stamp: float) -> Queued:
+def _enqueue_unit(conn: sqlite3.Connection, seq: _Seq, unit: str, graph: Graph, stamp: float) -> Queued:
     done = Queued()
     synced = {(k, key): (digest, deleted, type_) for k, key, digest, deleted, type_ in conn.execute(
         "SELECT kind, key, digest, deleted, type FROM synced WHERE unit = ?", (unit,))}
@@ -190,7 +201,7 @@ def _enqueue_unit(conn: sqlite3.Connection, unit: str, graph: Graph, stamp: floa
                 conn.execute("DELETE FROM outbox WHERE kind = ? AND key = ?", (kind, key))
             done.unchanged += 1
             continue
-        _put_row(conn, kind, key, "put", unit, type_, body, digest, stamp)
+        _put_row(conn, seq, kind, key, "put", unit, type_, body, digest, stamp)
         conn.execute("DELETE FROM dead WHERE kind = ? AND key = ?", (kind, key))  # a new version gets a new try
         done.puts += 1
     gone = [(kind, key) for (kind, key), (_, deleted, _) in synced.items() if not deleted]
@@ -206,19 +217,19 @@ def _enqueue_unit(conn: sqlite3.Connection, unit: str, graph: Graph, stamp: floa
             conn.execute("DELETE FROM outbox WHERE kind = ? AND key = ?", (kind, key))
             continue
         type_ = synced[(kind, key)][2] if (kind, key) in synced else queued[3] if queued else ""
-        _put_row(conn, kind, key, "delete", unit, type_, None, None, stamp)
+        _put_row(conn, seq, kind, key, "delete", unit, type_, None, None, stamp)
         done.deletes += 1
     return done
 
 
-def _put_row(conn: sqlite3.Connection, kind: str, key: str, op: str, unit: str, type_: str, body: bytes | None,
-             digest: str | None, stamp: float) -> None:
+def _put_row(conn: sqlite3.Connection, seq: _Seq, kind: str, key: str, op: str, unit: str, type_: str,
+             body: bytes | None, digest: str | None, stamp: float) -> None:
     conn.execute(
         "INSERT INTO outbox (kind, key, op, unit, type, body, digest, enqueued, seq) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (kind, key) DO UPDATE SET op = excluded.op, unit = excluded.unit, type = excluded.type, "
         "body = excluded.body, digest = excluded.digest, seq = excluded.seq, attempts = 0, last_error = NULL",
-        (kind, key, op, unit, type_, body, digest, stamp, _next_seq(conn)))
+        (kind, key, op, unit, type_, body, digest, stamp, seq.next()))
 
 
 def take(conn: sqlite3.Connection, kind: Kind, op: Op, limit: int, after_seq: int = 0) -> list[Pending]:
@@ -301,8 +312,10 @@ def requeue_dead(conn: sqlite3.Connection, now: float | None = None) -> int:
     stamp = time.time() if now is None else now
     with transaction(conn):
         rows = conn.execute("SELECT kind, key, op, unit, type, body, digest FROM dead").fetchall()
+        seq = _Seq(conn)
         for kind, key, op, unit, type_, body, digest in rows:
-            _put_row(conn, kind, key, op, unit, type_, body, digest, stamp)
+            _put_row(conn, seq, kind, key, op, unit, type_, body, digest, stamp)
+        seq.save()
         conn.execute("DELETE FROM dead")
     return len(rows)
 

@@ -169,3 +169,35 @@ async def test_graph_get_answers_an_object_with_its_neighbours_and_search_finds_
         assert found["success"] is True and found["data"]["hits"], found
         assert all(h["object"]["type"] == "Proposal" for h in found["data"]["hits"])
         check_frames(client)
+
+
+async def test_two_servers_on_one_workspace_share_its_outbox_and_one_drains_it_at_a_time(
+        tmp_path: Path, double: EmergentDouble) -> None:
+    write_change(tmp_path)
+    config = graph_config(tmp_path, double.url)
+    async with open_memory_server(config) as first:
+        await first.initialize()
+        await synced(first)
+        async with open_memory_server(config) as second:  # a second assistant on the same repository
+            await second.initialize()
+            assert (await call(second, "task_complete", changeId="add-2fa", task="1.5"))["success"] is True
+            await synced(second)  # queued by the second, drained by the first
+            assert first.app.services.graph.rounds > 0
+            mirror_matches(double, tmp_path)
+        assert double.duplicate_keys(PROJECT_ID) == []
+    ignored = (tmp_path / ".specactor" / ".gitignore").read_text().splitlines()
+    assert {"graph.db", "graph.db-wal", "graph.db-shm", "graph.db.lock"} <= set(ignored)
+
+
+async def test_the_second_server_drains_once_the_first_is_gone(tmp_path: Path, double: EmergentDouble) -> None:
+    write_change(tmp_path)
+    config = graph_config(tmp_path, double.url)
+    async with open_memory_server(config) as second:
+        await second.initialize()
+        async with open_memory_server(config) as first:
+            await first.initialize()
+            await synced(first)
+        # the first server stopped: its lock is free, and the second takes it on its next try
+        assert (await call(second, "task_complete", changeId="add-2fa", task="1.6"))["success"] is True
+        await synced(second)
+        mirror_matches(double, tmp_path)
