@@ -191,3 +191,5 @@ IO_RATIO = 1.5  # I/O-waiting tools: P95 at c=100 <= 1.5 x P95 at c=1
 IO_P95_MS = 200.0  # and every P95 < 200 ms, at any concurrency
 OPEN_LOOP_RATIO = 1.5  # open loop: P95 of 100 clients at 10 calls/s each <= 1.5 x one client's at that pace
 OPEN_LOOP_P95_MS = 200.0
+GRAPH_RATIO = 1.5  # graph sync on: write tools' P95 at c=100 <= 1.5 x their P95 at c=1
+GRAPH_LEVEL = 1.25  # graph sync on: write tools' P95 <= 1.25 x the same tools' with it off, at c=1 and c=100

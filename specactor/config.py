@@ -9,6 +9,7 @@ write); no restart fixes it. `docs/configuration.md` lists every setting.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -418,6 +419,10 @@ def _check(config: Config, merged: dict[str, Any], sources: Sources) -> None:
         raise ConfigError(f"{mem.mode} search needs an embeddings endpoint "
                           "(SPECACTOR_EMBEDDINGS_URL or memory.embeddings.url)",
                           setting="memory.mode", source=sources.of("memory.mode"))
+    if config.graph_enabled and importlib.util.find_spec("httpx") is None:
+        why = "graph.enabled" if config.graph.enabled else "toolsets"
+        raise ConfigError("graph sync talks to Emergent over HTTP and needs the http extra: "
+                          "pip install 'specactor[http]'", setting=why, source=sources.of(why))
     if config.graph_enabled and not config.emergent.api_key:
         why = "graph.enabled" if config.graph.enabled else "toolsets"
         raise ConfigError("graph sync is on but EMERGENT_API_KEY is not set: set it (or EMERGENT_TOKEN, or the "

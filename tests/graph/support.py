@@ -4,6 +4,8 @@ projection of the workspace on disk."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import msgspec
 from specactor.config import Config, EmergentConfig, GraphConfig, SessionLogConfig
 from specactor.domain.graph.model import Graph
 from specactor.domain.graph.projection import project
+from specactor.domain.openspec.render import RequirementDoc, ScenarioDoc, render_spec
 from specactor.fs.workspace_reader import WorkspaceReader
 from specactor.testing.emergent import PROJECT_ID, EmergentDouble
 from tests.graph.test_projection import DELTA, PROPOSAL, TASKS
@@ -62,3 +65,37 @@ def mirror_matches(double: EmergentDouble, root: Path, workspace: str = "acme/au
     rels = {(r["type"], by_id.get(r["src_id"]), by_id.get(r["dst_id"])) for r in double.relationships(PROJECT_ID)
             if r["src_id"] in by_id and r["dst_id"] in by_id}  # a relationship to a deleted object is not live
     assert rels == {(e.type, e.src, e.dst) for e in want.edges.values()}
+
+
+def write_spec(root: Path, capability: str = "user-auth") -> None:
+    """A main spec holding the requirements `write_change`'s delta removes and renames, so that
+    archiving the change with `updateSpecs` merges cleanly."""
+    folder = root / "openspec" / "specs" / capability
+    folder.mkdir(parents=True, exist_ok=True)
+    scenario = ScenarioDoc("Logged", ["- **WHEN** a user logs in", "- **THEN** the login is recorded"])
+    (folder / "spec.md").write_text(render_spec(capability, "How users sign in.", [
+        RequirementDoc("Remember Me", ["The system SHALL keep a session for 30 days."], [scenario]),
+        RequirementDoc("Login Audit", ["The system MUST record every login."], [scenario])]))
+
+
+def graph_keys(double: EmergentDouble, workspace: str) -> dict[str, dict[str, Any]]:
+    """The live objects carrying `workspace`'s label, by key."""
+    label = f"workspace:{workspace}"
+    return {o["key"]: o for o in double.objects(PROJECT_ID) if label in (o.get("labels") or [])}
+
+
+def eventually(check: Callable[[], None], timeout: float, what: str, interval: float = 0.05) -> None:
+    """Run `check` until it passes; past `timeout` seconds, fail with its last AssertionError.
+
+    Raises:
+        AssertionError: `check` still failed at the deadline.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check()
+            return
+        except AssertionError as err:
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"{what}: not within {timeout:g} s: {err}") from err
+        time.sleep(interval)  # a poll between checks, bounded by the deadline above
