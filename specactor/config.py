@@ -423,6 +423,9 @@ def _check(config: Config, merged: dict[str, Any], sources: Sources) -> None:
         why = "graph.enabled" if config.graph.enabled else "toolsets"
         raise ConfigError("graph sync talks to Emergent over HTTP and needs the http extra: "
                           "pip install 'specactor[http]'", setting=why, source=sources.of(why))
+    if config.graph_enabled and not config.emergent.url.startswith(("http://", "https://")):
+        raise ConfigError(f"{config.emergent.url!r} is not an http:// or https:// URL", setting="emergent.url",
+                          source=sources.of("emergent.url"))
     if config.graph_enabled and not config.emergent.api_key:
         why = "graph.enabled" if config.graph.enabled else "toolsets"
         raise ConfigError("graph sync is on but EMERGENT_API_KEY is not set: set it (or EMERGENT_TOKEN, or the "

@@ -61,6 +61,13 @@ def test_graph_sync_without_a_key_is_refused_naming_the_variable(tmp_path: Path)
     assert info.value.source == "environment variable SPECACTOR_TOOLSETS"
 
 
+def test_an_emergent_url_that_is_not_http_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings({"root": str(tmp_path)}, {"SPECACTOR_GRAPH_SYNC": "1", "EMERGENT_API_KEY": "k",
+                                                "EMERGENT_URL": "localhost:3002"})
+    assert info.value.setting == "emergent.url" and info.value.source == "environment variable EMERGENT_URL"
+
+
 @pytest.mark.slow
 def test_serve_with_graph_sync_and_no_key_exits_2_with_one_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "specactor", "serve", "--root", str(tmp_path)],
