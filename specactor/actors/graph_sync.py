@@ -12,6 +12,7 @@ graph's objects of this workspace and repairs what differs (missing, changed, du
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,20 +104,21 @@ class GraphSync:
         self._ready = trio.Event()
         self._client: EmergentClient | None = None
         self.rounds = 0
+        self.unavailable: str | None = None  # why the outbox cannot be opened, while it cannot
+        self._tried_open = trio.Event()  # the first try to open the outbox has an answer
 
     # ------------------------------------------------------------------ the actor
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        self._conn = await trio.to_thread.run_sync(ob.connect, self.db_path)
+        task_status.started()  # at once: an outbox that cannot be opened fails graph sync, never the server
+        self._conn = await self._open()
         if self.db_path.parent == self.root / ".specactor":  # runtime state, never the repository's business
             failed = await trio.to_thread.run_sync(ignore_in_git, self.db_path.parent, GIT_IGNORED)
             if failed is not None:
                 log.warning("could not write .gitignore for the graph outbox", error=str(failed))
         self._client = self._client_factory(self.config)
-        self._ready = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
-                task_status.started()
                 nursery.start_soon(self._probe)
                 await self.reconcile_local()
                 self._ready.set()
@@ -126,6 +128,24 @@ class GraphSync:
             with trio.CancelScope(shield=True):
                 await self._client.aclose()
                 await trio.to_thread.run_sync(self._conn.close)
+
+    async def _open(self) -> Any:
+        """The outbox database, trying again (with backoff) while it cannot be opened."""
+        delay = 0.5
+        while True:
+            try:
+                conn = await trio.to_thread.run_sync(ob.connect, self.db_path)
+            except (OSError, sqlite3.Error) as err:
+                self.unavailable = f"the graph outbox {self.db_path} cannot be opened: {err}"
+                self._tried_open.set()
+                log.error("graph sync cannot open its outbox; it tries again", path=str(self.db_path),
+                          error=str(err), retry_in=delay)
+                await trio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+                continue
+            self.unavailable = None
+            self._tried_open.set()
+            return conn
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a `graph_outbox` function on the actor's connection, on a worker thread."""
@@ -356,6 +376,9 @@ class GraphSync:
         """
         start, before = time.monotonic(), _snapshot(self.counts)
         with trio.fail_after(timeout):
+            await self._tried_open.wait()
+            if self.unavailable is not None:
+                raise GraphUnavailable(self.unavailable)
             await self._ready.wait()
         failures_before = self.health.failures
         if force:
@@ -377,7 +400,7 @@ class GraphSync:
 
     async def status(self) -> GraphStatusOut:
         h = self.health
-        if self._conn is None:
+        if self._conn is None or self.unavailable is not None:
             depth, dead = ob.Depth(0, None, 0, 0), []
         else:
             depth = await self.db(ob.depth)
@@ -387,7 +410,8 @@ class GraphSync:
         next_in = None if h.next_attempt is None else max(0.0, round(h.next_attempt - trio.current_time(), 3))
         return GraphStatusOut(
             enabled=True, connected=h.connected, url=cfg.url, projectId=cfg.project_id, workspaceId=self.workspace,
-            lastSuccess=iso(h.last_success), lastError=h.last_error, lastErrorAt=iso(h.last_error_at),
+            lastSuccess=iso(h.last_success), lastError=self.unavailable or h.last_error,
+            lastErrorAt=iso(h.last_error_at),
             consecutiveFailures=h.failures, nextAttemptInSeconds=next_in,
             outbox=Outbox(pending=depth.pending, deadLetters=depth.dead,
                           oldestPendingSeconds=None if depth.oldest is None else round(max(0.0, now - depth.oldest),
@@ -402,6 +426,10 @@ class GraphSync:
         cfg = self.config.emergent
         return EmergentClient(cfg.url, cfg.api_key or "", cfg.project_id, timeout=min(cfg.timeout, 10.0),
                               max_attempts=1)
+
+
+class GraphUnavailable(Exception):
+    """Graph sync cannot work at all (its outbox cannot be opened): the message says why."""
 
 
 class _Snap(msgspec.Struct, frozen=True):

@@ -73,10 +73,14 @@ def register(registry: Registry, services: Services) -> None:
                    input=g.GraphSyncIn, output=g.GraphSyncOut, toolset=TOOLSET)
     async def graph_sync(args: g.GraphSyncIn, ctx: RequestContext) -> g.GraphSyncOut:
         graph = await actor()
+        from specactor.actors.graph_sync import GraphUnavailable
+
         try:
             return await graph.sync(force=args.force, timeout=services.config.graph.sync_timeout)
         except EmergentError as err:
             raise tool_error(err, url) from None
+        except GraphUnavailable as err:
+            raise ToolError("INTERNAL", str(err), {"path": str(services.config.graph_db_path)}) from None
 
     @registry.tool("graph_search", description="Hybrid (text and vector) search in the Emergent project's graph: "
                    "specs, requirements, scenarios, changes and tasks of every repository syncing into it "

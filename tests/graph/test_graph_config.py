@@ -101,3 +101,18 @@ async def test_an_unreachable_emergent_is_logged_and_the_server_serves_and_keeps
         data = status["structuredContent"]["data"]
         assert data["connected"] is False and data["outbox"]["pending"] > 0 and "127.0.0.1" in data["lastError"]
     assert "Emergent is unreachable" in capsys.readouterr().out
+
+
+async def test_an_outbox_that_cannot_be_opened_fails_graph_sync_not_the_server(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    config = graph_config(tmp_path, f"http://127.0.0.1:{closed_port()}", db=str(tmp_path / "a-file" / "graph.db"))
+    async with open_memory_server(config) as client:
+        await client.initialize()
+        with trio.fail_after(10):
+            reply = await client.request("tools/call", {"name": "graph_sync", "arguments": {}})
+            status = await client.request("tools/call", {"name": "graph_status", "arguments": {}})
+            ping = await client.request("ping")
+        error = reply["result"]["structuredContent"]["error"]
+        assert error["code"] == "INTERNAL" and "a-file" in error["message"], error
+        assert "cannot be opened" in status["result"]["structuredContent"]["data"]["lastError"]
+        assert ping["result"] == {} and client.app.supervisor.restarts.get("graph-sync", 0) == 0
