@@ -270,7 +270,13 @@ class GraphSync:
             self._wake = trio.Event()
             try:
                 progressed = await self.drain_once()
-            except EmergentError as err:
+            except Exception as exc:
+                # A reply we cannot use (a bug of ours or a server's odd answer) pauses the drain like
+                # an outage instead of crashing: a crash loop would take the supervisor, and the server, down.
+                err = exc if isinstance(exc, EmergentError) else EmergentError(
+                    "PROVIDER_ERROR", f"graph sync failed unexpectedly: {type(exc).__name__}: {exc}")
+                if not isinstance(exc, EmergentError):
+                    log.error("graph sync round failed", exc_info=exc)
                 self._failed(err.message)
                 self._round_finished()
                 delay = max(self.backoff(), err.retry_after or 0.0)  # honour a 429's Retry-After
