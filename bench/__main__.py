@@ -62,8 +62,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--pertool-bursts", type=int,
                         help="per-tool stage: bursts of 100 per operation (default 3; --quick 1)")
     parser.add_argument("--iowait", action=argparse.BooleanOptionalAction, default=True,
-                        help="the I/O-waiting stage with stdio: memory_search against a 20 ms embeddings endpoint "
-                        "and sync_now on git, at c=1 and c=100 (default on; see bench/iowait.py)")
+                        help="the I/O-waiting stage with stdio: memory_search against a 20 ms embeddings endpoint, "
+                        "sync_now on git, write tools with graph sync into a 20 ms Emergent double, at c=1 and "
+                        "c=100; the first sync and an outage's catch-up (default on; see bench/iowait.py)")
     parser.add_argument("--openloop", action=argparse.BooleanOptionalAction, default=True,
                         help="the open-loop stage with HTTP: 100 clients x 10 calls/s against one client at that "
                         "pace (default on; see bench/openloop.py)")
@@ -188,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
                    if v["error"]})
     broken.update({name: stage["error"] for name, stage in (("iowait", iowait), ("openloop", openloop))
                    if stage is not None and stage.get("error")})
+    if iowait is not None and (iowait.get("graph") or {}).get("error"):
+        broken["iowait graph sync"] = iowait["graph"]["error"]
     for key, error in broken.items():
-        what = key if key.startswith("per-tool") or key in ("iowait", "openloop") else f"toolset {key}"
+        what = key if key.startswith(("per-tool", "iowait")) or key == "openloop" else f"toolset {key}"
         print(f"bench: HARNESS ERROR: {what}: {error}",
               file=sys.stderr)
     failed = [g for g in doc["gates"] if g["verdict"] == "fail"]

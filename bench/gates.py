@@ -192,4 +192,8 @@ IO_P95_MS = 200.0  # and every P95 < 200 ms, at any concurrency
 OPEN_LOOP_RATIO = 1.5  # open loop: P95 of 100 clients at 10 calls/s each <= 1.5 x one client's at that pace
 OPEN_LOOP_P95_MS = 200.0
 GRAPH_RATIO = 1.5  # graph sync on: write tools' P95 at c=100 <= 1.5 x their P95 at c=1
-GRAPH_LEVEL = 1.25  # graph sync on: write tools' P95 <= 1.25 x the same tools' with it off, at c=1 and c=100
+# graph sync on vs off, per level (c=1, c=100): the geometric mean over the write tools of P95(on) / P95(off)
+# <= 1.5. Not per tool: two identical servers side by side (graph sync off on both) differed by up to 2.0x in
+# one tool's P95 and 1.36x in the geometric mean (bench/README.md, "Graph sync").
+GRAPH_LEVEL = 1.5
+GRAPH_INITIAL_S = 15.0  # reported, not a gate: first sync of 500 specs + 200 changes at 20 ms a request

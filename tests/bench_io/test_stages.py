@@ -1,8 +1,10 @@
 """The I/O-waiting and open-loop bench stages: the fake embeddings endpoint answers concurrently and
-correctly, and the stages judge their figures as the issue says (naming what fails, smoke when quick)."""
+correctly, the graph-sync part drives the Emergent double's control endpoints, and the stages judge
+their figures as the issue says (naming what fails, smoke when quick)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -10,8 +12,9 @@ import msgspec
 import trio
 import trio.testing
 
-from bench import iowait, openloop
+from bench import graph_report, graphsync, iowait, openloop
 from bench.peers.embeddings import Endpoint, embed, serve
+from specactor.testing.emergent import EmergentDouble
 
 
 def test_fake_vectors_are_deterministic_unit_vectors_of_the_words() -> None:
@@ -81,6 +84,7 @@ def test_iowait_fails_a_tool_whose_p95_grows_more_than_half_under_concurrency_an
     got = verdicts(iowait.gates(io_section(20.0, 40.0)))
     assert got["I/O wait hidden: memory_search"] == "fail" and got["I/O wait hidden: sync_now"] == "pass"
     assert got["I/O wait hidden: graph sync"] == "skip" and got["I/O-waiting P95 at any concurrency"] == "pass"
+    assert "graph sync level: writes on vs off" not in got  # no graph section: not measured, one skip row
 
 
 def test_iowait_fails_any_p95_of_200_ms_and_is_smoke_when_quick() -> None:
@@ -92,7 +96,93 @@ def test_iowait_table_shows_every_tool_at_both_levels_beside_its_target() -> Non
     lines = iowait.table(io_section(20.0, 40.0), lambda v: "-" if v is None else f"{v:.3g}")
     rows = [line for line in lines if line.startswith("| memory_search (hybrid")]
     assert len(rows) == 2 and "2x" in rows[1] and "≤ 1.5x" in rows[1]
-    assert any("graph sync" in line and "not built yet" in line for line in lines)
+    assert not any("not built yet" in line for line in lines) and "### Graph sync" not in lines
+
+
+def side(c1: float, c100: float, *, graph: bool) -> dict[str, Any]:
+    out = {"c1": level(c1), "c100": level(c100), "ratio_p95": c100 / c1,
+           "server_cpu_ms_per_call": {"c1": 1.0, "c100": 0.5}}
+    if graph:
+        out.update({"drain_s": {"after_c1": 0.1, "after_burst_median": 0.4, "after_burst_max": 0.5},
+                    "requests": 120, "requests_by_route": {"PATCH /api/graph/objects/{id}": 120},
+                    "double_cpu_s": 0.2})
+    return out
+
+
+def graph_section(on: dict[str, tuple[float, float]], off: tuple[float, float] = (2.0, 80.0), *,
+                  quick: bool = False, initial_s: float = 4.0) -> dict[str, Any]:
+    """Write tools with graph sync on at (c=1, c=100) P95s `on[tool]`, every tool off at `off`."""
+    ops = {name: {"on": side(*p95s, graph=True), "off": side(*off, graph=False),
+                  "level_p95": {"c1": p95s[0] / off[0], "c100": p95s[1] / off[1]}} for name, p95s in on.items()}
+    return {"quick": quick, "sizes": {**dataclasses.asdict(graphsync.FULL), "writes": list(on)},
+            "latency_ms": 20.0, "burst": 100, "code": {"commit": "abc1234", "changed": []},
+            "initial": {"specs": 500, "changes": 200, "objects": 9839, "relationships": 9139,
+                        "seconds_from_spawn": initial_s, "seconds_from_initialize": initial_s - 0.2, "synced": 18978,
+                        "requests": 194, "requests_by_route": {}, "server_cpu_s": 2.0, "double_cpu_s": 1.0},
+            "writes": {"airs_specs": 1000, "specs": 500, "changes": 200, "graph_sync_idle_s": 0.8, "ops": ops,
+                       "initial_sync": {"seconds_from_initialize": 7.0, "objects": 18884, "relationships": 17184}},
+            "outage": {"outage_s": 60.0, "rate_per_s": 10.0, "writes": 600, "backlog_at_recovery": 1200,
+                       "failures_at_recovery": 5, "next_attempt_in_s_at_recovery": None, "catch_up_s": 3.0,
+                       "wait_for_retry_s": 1.0, "drain_s": 2.0, "server_cpu_s": 1.5, "double_cpu_s": 0.5,
+                       "requests": 40,
+                       "requests_by_route": {}, "write_latency": level(3.0), "backlog_timeline": [[0.0, 0]]}}
+
+
+def test_graph_sync_fails_a_write_tool_whose_p95_grows_more_than_half_at_c100_and_names_it() -> None:
+    got = {g.name: g for g in graph_report.gates(graph_section({"task_complete": (4.0, 6.0),
+                                                                "spec_create": (4.0, 6.1)}))}
+    hidden = got["I/O wait hidden: graph sync"]
+    assert hidden.verdict == "fail" and "worst spec_create" in hidden.detail and "over: spec_create" in hidden.detail
+    assert "graph sync off: 40.0 x" in hidden.detail  # the same tool's ratio without graph sync, beside it
+    calm = graph_report.gates(graph_section({"task_complete": (4.0, 6.0)}))
+    assert calm[0].verdict == "pass"
+
+
+def test_graph_sync_level_is_judged_on_the_geometric_mean_over_the_tools_at_each_concurrency() -> None:
+    one_slow = graph_section({"task_complete": (4.0, 80.0), "archive": (2.0, 80.0), "spec_create": (2.0, 80.0),
+                              "plan_create": (2.0, 80.0)})  # one tool 2x at c=1: geometric mean 1.19x
+    level = {g.name: g for g in graph_report.gates(one_slow)}["graph sync level: writes on vs off"]
+    assert level.verdict == "pass" and "c=1 1.19 x" in level.detail and "worst tool task_complete c=1 2.00 x" in (
+        level.detail)
+    all_slow = graph_section({"task_complete": (2.0, 130.0), "spec_create": (2.0, 121.0)})  # c=100: 1.57x
+    level = {g.name: g for g in graph_report.gates(all_slow)}["graph sync level: writes on vs off"]
+    assert level.verdict == "fail" and "over at c=100" in level.detail and level.detail.endswith("over at c=100")
+
+
+def test_graph_sync_gates_are_smoke_when_quick_and_fail_naming_a_broken_part() -> None:
+    quick = graph_report.gates(graph_section({"task_complete": (4.0, 600.0)}, quick=True))
+    assert {g.verdict for g in quick} == {"smoke"}
+    broken = graph_report.gates({"quick": False, "error": "the Emergent double announced no URL"})
+    assert [g.verdict for g in broken] == ["fail", "fail"] and all("announced no URL" in g.detail for g in broken)
+
+
+def test_iowait_gates_and_table_carry_the_graph_rows_in_place_of_the_skip() -> None:
+    section = {**io_section(20.0, 25.0), "graph": graph_section({"task_complete": (3.0, 4.0)}, off=(2.0, 4.0))}
+    got = verdicts(iowait.gates(section))
+    assert got["I/O wait hidden: graph sync"] == "pass" and got["graph sync level: writes on vs off"] == "pass"
+    lines = iowait.table(section, lambda v: "-" if v is None else f"{v:.3g}")
+    rows = [line for line in lines if line.startswith("| task_complete |")]
+    assert len(rows) == 2 and "| 1 |" in rows[0] and "1.5x" in rows[0] and "| 100 |" in rows[1]  # on ÷ off: 3 / 2
+    assert any(line.startswith("| OpenSpec 500 specs + 200 changes") and "< 15 s: met" in line for line in lines)
+    slow = graph_report.table(graph_section({"task_complete": (4.0, 5.0)}, initial_s=16.0), str)
+    assert any("< 15 s: MISSED" in line for line in slow)
+    outage = lines[lines.index(next(x for x in lines if x.startswith("| writes | backlog"))) + 2]
+    assert outage.startswith("| 600 | 1,200 | 5 |")
+
+
+def test_the_double_handle_sets_an_outage_and_reads_request_counts_over_http() -> None:
+    double = EmergentDouble()
+    with double.running_in_thread() as url:
+        handle = graphsync.Double(None, url, 0.02)  # type: ignore[arg-type]  # no process: the test owns the double
+        handle.down(True)
+        assert double.faults.down and double.faults.latency == 0.02
+        handle.down(False)
+        assert not double.faults.down and handle.counts() == {}
+        import urllib.request
+
+        with urllib.request.urlopen(url + "/health", timeout=5):
+            pass
+        assert graphsync.requests_between({}, handle.counts()) == {"GET /health": 1}
 
 
 def loop_section(one: float, many: float, *, quick: bool = False) -> dict[str, Any]:
