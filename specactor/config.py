@@ -71,7 +71,7 @@ class EmergentConfig(_Base, frozen=True):
     api_key: str | None = None  # EMERGENT_API_KEY or EMERGENT_TOKEN; `emt_…` goes as a Bearer token
     project_id: str | None = None
     timeout: Seconds = 30.0  # one request, each phase (connect, write, read)
-    max_retries: Annotated[int, Meta(ge=0)] = 4  # a failed idempotent request is retried this often
+    max_retries: Annotated[int, Meta(ge=0)] = 1  # a failed idempotent request is retried this often in a round
     long_outage_threshold: Positive = 20  # consecutive failed rounds before probing at the long interval
     long_outage_interval_mins: Seconds = 5.0
 

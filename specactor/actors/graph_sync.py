@@ -45,8 +45,14 @@ T = TypeVar("T")
 BUFFER = 1024
 TAKE = 500  # outbox rows read per step
 EVENTS_PER_BATCH = 256  # feed events coalesced into one projection and one outbox transaction
+# Seconds a first event waits for more before the batch is projected, and a drain for more rows:
+# a tool's burst of writes (or an assistant's run of them) costs one projection and one round,
+# and the graph's work keeps out of the writes' way. Far below what a user notices.
+DEBOUNCE = 0.1
 GIT_IGNORED = ("graph.db", "graph.db-wal", "graph.db-shm", "graph.db.lock")
 LOCK_RETRY = 2.0  # seconds between tries for the drain lock another server on this workspace holds
+STATUS_WAIT = 5.0  # seconds graph_status waits for an outbox being opened before it answers without its depth
+PROBE_EVERY = 2.0  # seconds between /health probes while the drain backs off (short of a long outage)
 IDLE_POLL = 2.0  # seconds between looks at an empty outbox: what another server queued is drained within it
 
 
@@ -89,7 +95,11 @@ class GraphSync:
         self.root = config.root_path
         self.openspec_root = config.openspec_project[0]
         self.db_path = config.graph_db_path
+        self.feed = feed
         self.sub = feed.subscribe("graph-sync", BUFFER)
+        # The feed's events up to here are covered by the start-up reconcile; later ones by `_consume`.
+        self.consumed_seq = feed.last_seq
+        self._consumed = trio.Event()  # set (and replaced) each time `_consume` has queued a batch
         self._client_factory = client_factory or _client
         self.health = _Health()
         self.counts = Counts()  # everything done since start (a sync reports its own difference)
@@ -187,17 +197,21 @@ class GraphSync:
         while True:
             change = await self.sub.receive()
             units: set[str] | None = self._units_of(change)
-            for _ in range(EVENTS_PER_BATCH):  # a burst of writes is projected once
-                try:
-                    more = self.sub.receive_nowait()
-                except trio.WouldBlock:
-                    break
-                extra = self._units_of(more)
-                units = None if units is None or extra is None else units | extra
+            last = change.seq
+            # A burst of writes is projected once: take what arrives within DEBOUNCE of the first.
+            with trio.move_on_after(DEBOUNCE):
+                for _ in range(EVENTS_PER_BATCH):
+                    more = await self.sub.receive()
+                    extra = self._units_of(more)
+                    units = None if units is None or extra is None else units | extra
+                    last = max(last, more.seq)
             if units is None:
                 await self.reconcile_local()
             elif units:
                 await self._enqueue(units)
+            self.consumed_seq = max(self.consumed_seq, last)
+            self._consumed.set()
+            self._consumed = trio.Event()
 
     async def _enqueue(self, units: set[str] | None) -> ob.Queued:
         """Project `units` (None: every unit on disk or known) and queue the difference."""
@@ -267,7 +281,10 @@ class GraphSync:
                     await _either(self._wake, self._kick)
                 self._wake, self._kick = trio.Event(), trio.Event()
                 continue
-            self._wake = trio.Event()
+            if not self._kick.is_set():
+                with trio.move_on_after(DEBOUNCE):  # let a burst's rows gather into one round
+                    await self._kick.wait()
+            self._wake, self._kick = trio.Event(), trio.Event()
             try:
                 progressed = await self.drain_once()
             except Exception as exc:
@@ -283,8 +300,7 @@ class GraphSync:
                 self.health.next_attempt = trio.current_time() + delay
                 log.warning("graph sync paused; Emergent failed", error=err.message, code=err.code,
                             retry_in=round(delay, 1), failures=self.health.failures)
-                with trio.move_on_after(delay):
-                    await self._kick.wait()
+                await self._pause(delay)
                 self._kick = trio.Event()
                 self.health.next_attempt = None
                 continue
@@ -294,6 +310,26 @@ class GraphSync:
             if not progressed:  # rows wait for an end that waits itself: try again later, not in a busy loop
                 with trio.move_on_after(0.5):
                     await _either(self._wake, self._kick)
+
+    async def _pause(self, delay: float) -> None:
+        """Wait `delay` before the next round, ending early on a `sync` call or, short of a long
+        outage, as soon as Emergent's /health answers (looked at every PROBE_EVERY seconds): the
+        backlog drains within seconds of the server's return, not at the end of a long backoff."""
+        assert self._client is not None
+        long_outage = self.health.failures >= self.config.emergent.long_outage_threshold
+        deadline = trio.current_time() + delay
+        while (left := deadline - trio.current_time()) > 0:
+            with trio.move_on_after(left if long_outage else min(left, PROBE_EVERY)):
+                await self._kick.wait()
+                return
+            if long_outage or trio.current_time() >= deadline:
+                continue
+            try:
+                with trio.fail_after(PROBE_EVERY):
+                    await self._client.health()
+            except (EmergentError, trio.TooSlowError):
+                continue
+            return
 
     async def drain_once(self) -> bool:
         """One pass over the outbox in dependency order; whether it settled anything.
@@ -342,6 +378,9 @@ class GraphSync:
                   if key not in listing or str(listing[key][0].get("canonical_id")) != row.canonical_id
                   or remote_node(listing[key][0], row.unit).digest() != row.digest]
         await self.db(ob.forget, "node", forget)
+        # What was forgotten may still be in the graph (changed by hand, a duplicate kept): the next
+        # round lists the workspace again before creating anything.
+        await self.db(ob.set_meta_now, "adopted", "0")
         # Relationships: upserts, so sending them all again is harmless and finds any removed by hand.
         await self.db(ob.forget, "edge", list((await self.db(ob.synced_keys, "edge")).keys()))
         queued = await self.reconcile_local()
@@ -387,9 +426,12 @@ class GraphSync:
                 raise GraphUnavailable(self.unavailable)
             await self._ready.wait()
         failures_before = self.health.failures
+        target = self.feed.last_seq  # every write published before this call is in the sync
         if force:
             await self.repair()
-        await self.reconcile_local()
+        with trio.move_on_after(max(0.0, timeout - (time.monotonic() - start))):
+            while self.consumed_seq < target:
+                await self._consumed.wait()
         self._kick.set()
         with trio.move_on_after(max(0.0, timeout - (time.monotonic() - start))):
             while (await self.db(ob.depth)).pending and self.health.failures <= failures_before:
@@ -406,6 +448,8 @@ class GraphSync:
 
     async def status(self) -> GraphStatusOut:
         h = self.health
+        with trio.move_on_after(STATUS_WAIT):  # the outbox is opening: its depth is a moment away
+            await self._tried_open.wait()
         if self._conn is None or self.unavailable is not None:
             depth, dead = ob.Depth(0, None, 0, 0), []
         else:
@@ -453,7 +497,7 @@ def _snapshot(c: Counts) -> _Snap:
 def _client(config: Config) -> EmergentClient:
     cfg = config.emergent
     return EmergentClient(cfg.url, cfg.api_key or "", cfg.project_id, timeout=cfg.timeout,
-                          max_attempts=cfg.max_retries + 1, backoff_max=config.graph.retry_max_seconds)
+                          max_attempts=cfg.max_retries + 1, backoff_initial=0.2, backoff_max=2.0)
 
 
 async def _either(a: trio.Event, b: trio.Event) -> None:

@@ -85,6 +85,7 @@ class GraphWriter:
         # than a lookup each. Enough for the round: what it creates meanwhile is in the state map,
         # and a round that fails (a lost reply) ends, so the next one lists again.
         self._listing: dict[str, list[dict[str, Any]]] | None = None
+        self._adopted: bool | None = None
 
     async def _each(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
         """`fn` over `items`, `concurrency` at a time; the first server or network failure stops them all."""
@@ -142,16 +143,24 @@ class GraphWriter:
 
     async def _create_nodes(self, items: list[Pending], step: _Step, counts: Counts) -> None:
         found: dict[str, dict[str, Any] | None] = {}
-        if len(items) > LISTING_PAST or self._listing is not None:
+        if self._adopted is None:
+            self._adopted = await self.db(ob.get_meta, "adopted") == "1"
+        # Once the graph's objects of this workspace were listed (`adopted`), a key never sent since
+        # cannot be there: only keys whose create went out (and may have landed) are looked up.
+        # Before that (a new outbox, or one whose state map was lost) everything is.
+        unsure = [it for it in items if it.sent or not self._adopted]
+        if unsure and (len(unsure) > LISTING_PAST or self._listing is not None or not self._adopted):
             if self._listing is None:
                 self._listing = await self.list_workspace()
+                await self.db(ob.set_meta_now, "adopted", "1")
+                self._adopted = True
             listing = self._listing
-            found = {it.key: copies[0] if (copies := listing.get(it.key)) else None for it in items}
-        else:
+            found = {it.key: copies[0] if (copies := listing.get(it.key)) else None for it in unsure}
+        elif unsure:
             async def look(it: Pending) -> None:
                 found[it.key] = await self.client.find_by_key(it.type, it.key, label=self.label)
 
-            await self._each(items, look)
+            await self._each(unsure, look)
         fresh: list[Pending] = []
         existing: list[tuple[Pending, dict[str, Any]]] = []
         for it in items:
@@ -176,6 +185,7 @@ class GraphWriter:
 
         async def create(chunk: list[Pending]) -> None:
             bodies = [_create_body(it.node()) for it in chunk]
+            await self.db(ob.mark_sent, [it.key for it in chunk if not it.sent])
             try:
                 result = await self.client.bulk_create_objects(bodies)
             except EmergentError as err:

@@ -30,7 +30,8 @@ SCHEMA = (
     # enqueued: when this key first waited (the oldest pending age); seq: the last projection's order
     "CREATE TABLE IF NOT EXISTS outbox (kind TEXT NOT NULL, key TEXT NOT NULL, op TEXT NOT NULL, "
     "unit TEXT NOT NULL, type TEXT NOT NULL, body BLOB, digest TEXT, enqueued REAL NOT NULL, "
-    "seq INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, PRIMARY KEY (kind, key))",
+    "seq INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, sent INTEGER NOT NULL DEFAULT 0, "
+    "PRIMARY KEY (kind, key))",
     "CREATE INDEX IF NOT EXISTS outbox_unit ON outbox (unit)",
     "CREATE INDEX IF NOT EXISTS outbox_seq ON outbox (kind, op, seq)",
     "CREATE TABLE IF NOT EXISTS synced (kind TEXT NOT NULL, key TEXT NOT NULL, unit TEXT NOT NULL, "
@@ -56,6 +57,7 @@ class Pending:
     digest: str | None
     seq: int
     attempts: int
+    sent: bool = False  # a create for this key went out at least once: it may have landed
 
     def node(self) -> Node:
         assert self.body is not None
@@ -112,6 +114,9 @@ def connect(path: Path) -> sqlite3.Connection:
         with transaction(conn):
             for statement in SCHEMA:
                 conn.execute(statement)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(outbox)")}
+            if "sent" not in columns:  # an outbox written before the column existed
+                conn.execute("ALTER TABLE outbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 1")
     except BaseException:
         conn.close()
         raise
@@ -183,7 +188,7 @@ def _enqueue_unit(conn: sqlite3.Connection, seq: _Seq, unit: str, graph: Graph, 
     synced = {(k, key): (digest, deleted, type_) for k, key, digest, deleted, type_ in conn.execute(
         "SELECT kind, key, digest, deleted, type FROM synced WHERE unit = ?", (unit,))}
     pending = {(k, key): (op, digest, attempts, type_) for k, key, op, digest, attempts, type_ in conn.execute(
-        "SELECT kind, key, op, digest, attempts, type FROM outbox WHERE unit = ?", (unit,))}
+        "SELECT kind, key, op, digest, sent, type FROM outbox WHERE unit = ?", (unit,))}
     refused = {(k, key): (op, digest) for k, key, op, digest in conn.execute(
         "SELECT kind, key, op, digest FROM dead WHERE unit = ?", (unit,))}
     wanted: set[tuple[str, str]] = set()
@@ -212,7 +217,7 @@ def _enqueue_unit(conn: sqlite3.Connection, seq: _Seq, unit: str, graph: Graph, 
         queued = pending.get((kind, key))
         if refused.get((kind, key), ("",))[0] == "delete" and queued is None:
             continue  # its removal was refused; a forced sync tries again
-        if (kind, key) not in synced and queued is not None and queued[2] == 0:
+        if (kind, key) not in synced and queued is not None and not queued[2]:
             # never sent, so nothing in the graph to remove
             conn.execute("DELETE FROM outbox WHERE kind = ? AND key = ?", (kind, key))
             continue
@@ -229,14 +234,23 @@ def _put_row(conn: sqlite3.Connection, seq: _Seq, kind: str, key: str, op: str, 
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (kind, key) DO UPDATE SET op = excluded.op, unit = excluded.unit, type = excluded.type, "
         "body = excluded.body, digest = excluded.digest, seq = excluded.seq, attempts = 0, last_error = NULL",
+        # `sent` is kept: an earlier version's create may have landed, and a lookup must find it
         (kind, key, op, unit, type_, body, digest, stamp, seq.next()))
 
 
 def take(conn: sqlite3.Connection, kind: Kind, op: Op, limit: int, after_seq: int = 0) -> list[Pending]:
     """The oldest `limit` pending rows of one kind and operation, past `after_seq`."""
-    rows = conn.execute("SELECT kind, key, op, unit, type, body, digest, seq, attempts FROM outbox "
+    rows = conn.execute("SELECT kind, key, op, unit, type, body, digest, seq, attempts, sent FROM outbox "
                         "WHERE kind = ? AND op = ? AND seq > ? ORDER BY seq LIMIT ?", (kind, op, after_seq, limit))
-    return [Pending(*row) for row in rows]
+    return [Pending(kind=r[0], key=r[1], op=r[2], unit=r[3], type=r[4], body=r[5], digest=r[6], seq=r[7],
+                    attempts=r[8], sent=bool(r[9])) for r in rows]
+
+
+def mark_sent(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
+    """Record, before the request goes out, that creates of these object keys are being sent: from
+    now on a lookup must precede another create of them (the reply may be lost)."""
+    with transaction(conn):
+        conn.executemany("UPDATE outbox SET sent = 1 WHERE kind = 'node' AND key = ?", [(k,) for k in keys])
 
 
 def known(conn: sqlite3.Connection, kind: Kind, keys: Iterable[str]) -> dict[str, Known]:
@@ -380,6 +394,12 @@ def dead_letters(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, An
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
     row = conn.execute("SELECT v FROM meta WHERE k = ?", (key,)).fetchone()
     return str(row[0]) if row else None
+
+
+def set_meta_now(conn: sqlite3.Connection, key: str, value: str) -> None:
+    """`set_meta` in a transaction of its own."""
+    with transaction(conn):
+        set_meta(conn, key, value)
 
 
 def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:

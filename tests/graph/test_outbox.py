@@ -83,8 +83,12 @@ def test_a_row_never_sent_is_simply_dropped_when_its_key_goes(conn) -> None:  # 
 
 def test_a_row_tried_once_is_deleted_by_key_since_its_create_may_have_landed(conn) -> None:  # type: ignore[no-untyped-def]
     ob.enqueue_units(conn, {UNIT: graph(node("w/a"))})
+    ob.mark_sent(conn, ["w/a"])  # its create goes out ...
     row = ob.take(conn, "node", "put", 10)[0]
-    ob.settle(conn, failed=[Failed(row, "PROVIDER_ERROR", "reset")])  # the reply was lost
+    assert row.sent
+    ob.settle(conn, failed=[Failed(row, "PROVIDER_ERROR", "reset")])  # ... and the reply is lost
+    ob.enqueue_units(conn, {UNIT: graph(node("w/a", "edited"))})  # a newer version keeps the mark
+    assert ob.take(conn, "node", "put", 10)[0].sent
     ob.enqueue_units(conn, {UNIT: Graph()})
     assert pending(conn) == {("node", "w/a"): "delete"}
 
