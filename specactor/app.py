@@ -136,7 +136,9 @@ async def start_graph_sync(app: App) -> None:
     from importlib import import_module
 
     await trio.to_thread.run_sync(import_module, "specactor.actors.graph_sync")  # httpx and all: off the loop
-    await app.supervisor.ensure(app.services.graph.spec)
+    graph = app.services.graph
+    graph.quiet_for = app.dispatcher.quiet_for  # graph work waits for gaps between requests
+    await app.supervisor.ensure(graph.spec)
 
 
 def notify_changes(app: App, nursery: trio.Nursery, connections: Callable[[], Iterable[Connection]]) -> None:

@@ -88,6 +88,7 @@ class Dispatcher:
         self._client_cancelled: set[tuple[str, int | str]] = set()
         self._idle = trio.Event()
         self._idle.set()
+        self.quiet_since = 0.0  # trio clock: when the last outstanding work was answered (for background work)
         self._outstanding = 0
         self._nursery: trio.Nursery | None = None
         self.first_reply = trio.Event()  # set once the first reply has gone out
@@ -121,6 +122,7 @@ class Dispatcher:
         """Count submitted work not yet answered; `wait_idle` waits for zero."""
         self._outstanding += delta
         if self._outstanding == 0:
+            self.quiet_since = trio.current_time()
             self._idle.set()
         elif self._idle.is_set():
             self._idle = trio.Event()
@@ -149,6 +151,10 @@ class Dispatcher:
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+    def quiet_for(self) -> float:
+        """Seconds since the last request was answered, 0 while any is outstanding."""
+        return 0.0 if self._outstanding else trio.current_time() - self.quiet_since
 
     @property
     def in_flight(self) -> int:

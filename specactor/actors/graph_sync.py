@@ -49,6 +49,8 @@ EVENTS_PER_BATCH = 256  # feed events coalesced into one projection and one outb
 # a tool's burst of writes (or an assistant's run of them) costs one projection and one round,
 # and the graph's work keeps out of the writes' way. Far below what a user notices.
 DEBOUNCE = 0.1
+QUIET = 0.02  # seconds without a request before graph work runs (a stream of writes leaves no such gap)
+MAX_DEFER = 2.0  # but it waits no longer than this: under constant load the graph still follows
 GIT_IGNORED = ("graph.db", "graph.db-wal", "graph.db-shm", "graph.db.lock")
 LOCK_RETRY = 2.0  # seconds between tries for the drain lock another server on this workspace holds
 STATUS_WAIT = 5.0  # seconds graph_status waits for an outbox being opened before it answers without its depth
@@ -115,6 +117,10 @@ class GraphSync:
         self._client: EmergentClient | None = None
         self.rounds = 0
         self.unavailable: str | None = None  # why the outbox cannot be opened, while it cannot
+        # How long the server has had no request to answer (the app wires the dispatcher's): graph
+        # work waits for a quiet moment, so it does not slow the requests of a busy stream.
+        self.quiet_for: Callable[[], float] = lambda: QUIET
+        self._syncing = 0  # `sync` calls waiting: they are requests themselves, so nothing yields
         self._tried_open = trio.Event()  # the first try to open the outbox has an answer
 
     # ------------------------------------------------------------------ the actor
@@ -193,6 +199,18 @@ class GraphSync:
         return {u for u in units if (workspace == self.openspec_root) == u.startswith("openspec:")
                 or self.root == self.openspec_root}
 
+    async def _yield_to_requests(self) -> None:
+        """Wait until no request has been in flight for QUIET seconds, at most MAX_DEFER: graph
+        work fills the gaps between requests instead of competing with them for the one core an
+        interpreter has. A `sync` call waiting skips the wait (it is the request)."""
+        # A poll, not an event: a request ending is the dispatcher's hot path, which tells no one.
+        deadline = trio.current_time() + MAX_DEFER
+        for _ in range(int(MAX_DEFER / QUIET) + 1):
+            quiet = self.quiet_for()
+            if self._syncing or quiet >= QUIET or trio.current_time() >= deadline:
+                return
+            await trio.sleep(QUIET - quiet)
+
     async def _consume(self) -> None:
         while True:
             change = await self.sub.receive()
@@ -205,6 +223,7 @@ class GraphSync:
                     extra = self._units_of(more)
                     units = None if units is None or extra is None else units | extra
                     last = max(last, more.seq)
+            await self._yield_to_requests()
             if units is None:
                 await self.reconcile_local()
             elif units:
@@ -284,6 +303,7 @@ class GraphSync:
             if not self._kick.is_set():
                 with trio.move_on_after(DEBOUNCE):  # let a burst's rows gather into one round
                     await self._kick.wait()
+            await self._yield_to_requests()
             self._wake, self._kick = trio.Event(), trio.Event()
             try:
                 progressed = await self.drain_once()
@@ -419,6 +439,13 @@ class GraphSync:
         Raises:
             EmergentError: Emergent failed, and nothing could be sent (the counts so far are in the log).
         """
+        self._syncing += 1
+        try:
+            return await self._sync(force=force, timeout=timeout)
+        finally:
+            self._syncing -= 1
+
+    async def _sync(self, *, force: bool, timeout: float) -> GraphSyncOut:
         start, before = time.monotonic(), _snapshot(self.counts)
         with trio.fail_after(timeout):
             await self._tried_open.wait()
