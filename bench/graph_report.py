@@ -93,7 +93,7 @@ def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[s
     met = "met" if first["seconds_from_spawn"] < GRAPH_INITIAL_S else "MISSED"
     lines += ["", "Level: P95 on ÷ off, geometric mean over the tools: " + ", ".join(
                   f"c={c} {num(v)}x" for c, v in levels.items()) + f" (target ≤ {GRAPH_LEVEL:g}x at each). "
-              f"`graph_sync` with nothing to send: {num(w['graph_sync_idle_s'])} s.",
+              f"`graph_sync` with nothing to send (it reconciles every unit): {num(w['graph_sync_idle_s'])} s.",
               "", "| initial sync | objects | relationships | requests | time (s) | target | server / double CPU (s) |",
               "|---|---:|---:|---:|---:|---|---|",
               f"| OpenSpec {first['specs']} specs + {first['changes']} changes, spawn → outbox empty, all synced | "

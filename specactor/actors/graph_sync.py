@@ -456,6 +456,8 @@ class GraphSync:
         target = self.feed.last_seq  # every write published before this call is in the sync
         if force:
             await self.repair()
+        else:  # edits the watcher has not published yet (or never will: a folder it missed) count too
+            await self.reconcile_local()
         with trio.move_on_after(max(0.0, timeout - (time.monotonic() - start))):
             while self.consumed_seq < target:
                 await self._consumed.wait()

@@ -296,8 +296,14 @@ def settle(conn: sqlite3.Connection, done: Iterable[Done] = (), failed: Iterable
     the projection that was sent (`seq`); a newer one stays queued, against the new state map."""
     stamp = time.time() if now is None else now
     with transaction(conn):
+        seq = _Seq(conn)
         for d in done:
             it = d.item
+            if it.op == "put" and d.canonical_id is not None and conn.execute(
+                    "SELECT 1 FROM outbox WHERE kind = ? AND key = ?", (it.kind, it.key)).fetchone() is None:
+                # The unit stopped projecting this key while its create was out (the row was dropped as
+                # never sent): it is in the graph now, so its removal is queued.
+                _put_row(conn, seq, it.kind, it.key, "delete", it.unit, it.type, None, None, stamp)
             if d.canonical_id is None:  # a delete of something the graph never had
                 conn.execute("DELETE FROM synced WHERE kind = ? AND key = ?", (it.kind, it.key))
             else:
@@ -319,6 +325,7 @@ def settle(conn: sqlite3.Connection, done: Iterable[Done] = (), failed: Iterable
             else:
                 conn.execute("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE kind = ? AND key = ? "
                              "AND seq = ?", (f"{f.code}: {f.message}", it.kind, it.key, it.seq))
+        seq.save()
 
 
 def requeue_dead(conn: sqlite3.Connection, now: float | None = None) -> int:

@@ -136,3 +136,13 @@ def test_the_outbox_survives_closing_the_database(tmp_path: Path) -> None:
         assert [r.key for r in ob.take(second, "node", "put", 10)] == ["w/t"]
     finally:
         second.close()
+
+
+def test_a_create_that_lands_after_its_unit_dropped_it_queues_its_removal(conn) -> None:  # type: ignore[no-untyped-def]
+    ob.enqueue_units(conn, {UNIT: graph(node("w/a"))})
+    in_flight = ob.take(conn, "node", "put", 10)[0]  # taken by a round, not yet marked sent
+    ob.enqueue_units(conn, {UNIT: Graph()})  # the change is removed meanwhile: the row is dropped
+    assert pending(conn) == {}
+    ob.settle(conn, [Done(in_flight, "canon-1")])  # ... and the round's create lands anyway
+    assert pending(conn) == {("node", "w/a"): "delete"}
+    assert ob.known(conn, "node", ["w/a"])["w/a"].canonical_id == "canon-1"
