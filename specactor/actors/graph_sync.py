@@ -447,11 +447,14 @@ class GraphSync:
 
     async def _sync(self, *, force: bool, timeout: float) -> GraphSyncOut:
         start, before = time.monotonic(), _snapshot(self.counts)
-        with trio.fail_after(timeout):
+        with trio.move_on_after(timeout):
             await self._tried_open.wait()
             if self.unavailable is not None:
                 raise GraphUnavailable(self.unavailable)
             await self._ready.wait()
+        if not self._ready.is_set():
+            raise GraphUnavailable(f"graph sync has not finished starting after {timeout:g} s (its start-up "
+                                   "reconcile of the workspace); try again")
         failures_before = self.health.failures
         target = self.feed.last_seq  # every write published before this call is in the sync
         if force:

@@ -239,9 +239,6 @@ def test_a_change_removed_while_its_create_is_in_flight_leaves_nothing_in_the_gr
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="rows a round has taken are marked sent only just before their POST: a "
-                   "removal queued while the round lists the workspace drops them as 'never sent', the round creates "
-                   "them anyway, settle records them as synced, and no delete is ever queued")
 def test_a_change_removed_while_the_first_round_lists_the_graph_leaves_nothing_in_the_graph(tmp_path: Path) -> None:
     root = tmp_path / "workspace"
     write_change(root)
