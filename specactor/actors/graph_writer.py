@@ -208,7 +208,7 @@ class GraphWriter:
     async def _update_node(self, it: Pending, known: Known, step: _Step, counts: Counts) -> None:
         node = it.node()
         old = msgspec.json.decode(known.body, type=Node) if known.body else None
-        if known.deleted:
+        if known.deleted or known.deleting:  # removed, or maybe (a removal cut short): restore first
             try:
                 await self.client.restore_object(known.canonical_id)
             except EmergentError as err:
@@ -248,6 +248,7 @@ class GraphWriter:
 
     async def delete_nodes(self, items: list[Pending], counts: Counts) -> None:
         known = await self.db(ob.known, "node", [it.key for it in items])
+        await self.db(ob.mark_deleting, "node", [it.key for it in items])
         step = _Step()
 
         async def delete(it: Pending) -> None:
@@ -285,10 +286,11 @@ class GraphWriter:
         for it in items:
             edge = edges[it.key]
             src, dst = ends.get(edge.src), ends.get(edge.dst)
-            if src is not None and dst is not None and not src.deleted and not dst.deleted:
+            if src is not None and dst is not None and not (src.deleted or src.deleting or dst.deleted
+                                                            or dst.deleting):
                 ready.append((it, {"type": edge.type, "src_id": src.canonical_id, "dst_id": dst.canonical_id}))
                 continue
-            missing = edge.src if src is None or src.deleted else edge.dst
+            missing = edge.src if src is None or src.deleted or src.deleting else edge.dst
             if await self.db(ob.is_pending, "node", missing):
                 waiting += 1  # its end is on the way
             else:
@@ -322,6 +324,7 @@ class GraphWriter:
 
     async def delete_edges(self, items: list[Pending], counts: Counts) -> None:
         known = await self.db(ob.known, "edge", [it.key for it in items])
+        await self.db(ob.mark_deleting, "edge", [it.key for it in items])
         step = _Step()
 
         async def delete(it: Pending) -> None:

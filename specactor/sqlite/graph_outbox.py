@@ -79,7 +79,8 @@ class Known:
     canonical_id: str
     digest: str
     body: bytes | None
-    deleted: bool
+    deleted: bool  # its removal is settled
+    deleting: bool = False  # its removal went out and is not settled: the graph may hold it or not
 
 
 @dataclass
@@ -209,7 +210,7 @@ def _enqueue_unit(conn: sqlite3.Connection, seq: _Seq, unit: str, graph: Graph, 
         _put_row(conn, seq, kind, key, "put", unit, type_, body, digest, stamp)
         conn.execute("DELETE FROM dead WHERE kind = ? AND key = ?", (kind, key))  # a new version gets a new try
         done.puts += 1
-    gone = [(kind, key) for (kind, key), (_, deleted, _) in synced.items() if not deleted]
+    gone = [(kind, key) for (kind, key), (_, deleted, _) in synced.items() if deleted != 1]
     gone += [(kind, key) for (kind, key), (op, _, _, _) in pending.items() if op == "put"]
     for kind, key in dict.fromkeys(gone):
         if (kind, key) in wanted:
@@ -262,8 +263,17 @@ def known(conn: sqlite3.Connection, kind: Kind, keys: Iterable[str]) -> dict[str
         marks = ",".join("?" * len(chunk))
         for row in conn.execute(f"SELECT kind, key, unit, type, canonical_id, digest, body, deleted FROM synced "
                                 f"WHERE kind = ? AND key IN ({marks})", (kind, *chunk)):
-            out[row[1]] = Known(row[0], row[1], row[2], row[3], row[4], row[5], row[6], bool(row[7]))
+            out[row[1]] = Known(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1, row[7] == 2)
     return out
+
+
+def mark_deleting(conn: sqlite3.Connection, kind: Kind, keys: Iterable[str]) -> None:
+    """Record, before the requests go out, that these keys' removals are being sent: until one is
+    settled the state map no longer vouches that the graph holds the key (`deleted = 2`), so a unit
+    that wants it back sends it again (restore, then patch) even if the process dies meanwhile."""
+    with transaction(conn):
+        conn.executemany("UPDATE synced SET deleted = 2 WHERE kind = ? AND key = ? AND deleted = 0",
+                         [(kind, key) for key in keys])
 
 
 def is_pending(conn: sqlite3.Connection, kind: Kind, key: str) -> bool:
@@ -360,7 +370,8 @@ def adopt(conn: sqlite3.Connection, rows: Iterable[Known]) -> None:
 
 def synced_keys(conn: sqlite3.Connection, kind: Kind) -> dict[str, Known]:
     """Every live state-map row of a kind."""
-    return {row[1]: Known(row[0], row[1], row[2], row[3], row[4], row[5], row[6], bool(row[7])) for row in conn.execute(
+    return {row[1]: Known(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1, row[7] == 2)
+            for row in conn.execute(
         "SELECT kind, key, unit, type, canonical_id, digest, body, deleted FROM synced WHERE kind = ? AND deleted = 0",
         (kind,))}
 

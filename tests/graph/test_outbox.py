@@ -146,3 +146,15 @@ def test_a_create_that_lands_after_its_unit_dropped_it_queues_its_removal(conn) 
     ob.settle(conn, [Done(in_flight, "canon-1")])  # ... and the round's create lands anyway
     assert pending(conn) == {("node", "w/a"): "delete"}
     assert ob.known(conn, "node", ["w/a"])["w/a"].canonical_id == "canon-1"
+
+
+def test_a_removal_cut_short_by_a_crash_is_not_taken_for_the_object_still_in_the_graph(conn) -> None:  # type: ignore[no-untyped-def]
+    ob.enqueue_units(conn, {UNIT: graph(node("w/a"))})
+    ob.settle(conn, [Done(ob.take(conn, "node", "put", 10)[0], "canon-1")])
+    ob.enqueue_units(conn, {UNIT: Graph()})  # the file is removed: its removal is queued ...
+    ob.mark_deleting(conn, "node", ["w/a"])  # ... goes out, and the process dies before settling it
+    again = ob.enqueue_units(conn, {UNIT: graph(node("w/a"))})  # the file is back after the restart
+    assert (again.puts, again.unchanged) == (1, 0) and pending(conn) == {("node", "w/a"): "put"}
+    assert ob.known(conn, "node", ["w/a"])["w/a"].deleting
+    ob.enqueue_units(conn, {UNIT: Graph()})  # and gone again: a removal is queued, not forgotten
+    assert pending(conn) == {("node", "w/a"): "delete"}
