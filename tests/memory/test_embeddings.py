@@ -18,6 +18,7 @@ import trio.lowlevel
 
 from specactor.actors.runtime import TrioRuntime
 from specactor.domain.memory import embeddings as emb
+from specactor.domain.retry_after import DEFAULT_RETRY_AFTER
 from specactor.testing import MemoryClient, open_memory_server
 from tests.memory.conftest import call, ok, server_config
 
@@ -179,8 +180,8 @@ async def test_an_unreachable_endpoint_is_provider_error(env: Path, monkeypatch:
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert emb.retry_after({"retry-after": "3"}, 0.0) == 3.0
-    assert emb.retry_after({}, 0.0) == emb.DEFAULT_RETRY_AFTER
-    assert emb.retry_after({"retry-after": "soon"}, 0.0) == emb.DEFAULT_RETRY_AFTER
+    assert emb.retry_after({}, 0.0) == DEFAULT_RETRY_AFTER
+    assert emb.retry_after({"retry-after": "soon"}, 0.0) == DEFAULT_RETRY_AFTER
     assert emb.retry_after({"retry-after": formatdate(1000.0, usegmt=True)}, 990.0) == 10.0
     assert emb.classify(408, {}, b"", 0).kind == "transient" and emb.classify(404, {}, b"", 0).kind == "fatal"
 

@@ -8,18 +8,18 @@ misread (an empty key filter, 101 bulk items) raises ValueError before anything 
 
 from __future__ import annotations
 
-import email.utils
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 from urllib.parse import quote
 
 import msgspec
 
+from specactor.domain.retry_after import retry_after
+
 PREFIX: Final = "/api/graph"
 MAX_BULK: Final = 100  # items per bulk request (the server's `validate:"min=1,max=100"`)
 MAX_LIMIT: Final = 200  # page size the server allows at most (it clamps larger ones silently)
 KEY_LOOKUP_LIMIT: Final = 50  # as specmcp's FindByTypeAndKey: enough to see every duplicate
-DEFAULT_RETRY_AFTER: Final = 1.0
 SNIPPET: Final = 200  # characters of a non-envelope error body kept in the message
 
 ErrorCode = Literal["UNAUTHORIZED", "NOT_FOUND", "RATE_LIMITED", "PROVIDER_ERROR", "REFUSED"]
@@ -412,23 +412,6 @@ def pick_by_key(items: Sequence[Mapping[str, Any]], type: str, key: str) -> dict
 
 
 # --- failures -------------------------------------------------------------------------------------
-
-def retry_after(headers: Mapping[str, str], now: float) -> float:
-    """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP-date); 1 s when absent or unreadable."""
-    raw = headers.get("retry-after") or headers.get("Retry-After")
-    if raw is None:
-        return DEFAULT_RETRY_AFTER
-    raw = raw.strip()
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return DEFAULT_RETRY_AFTER
-    return max(0.0, when.timestamp() - now)
-
 
 def error_body(body: bytes) -> tuple[str | None, str, dict[str, Any] | None]:
     """(error.code, error.message, error.details) of `{"error": {...}}`; else the raw text, truncated."""

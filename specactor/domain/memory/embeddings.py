@@ -8,15 +8,15 @@ seconds, given as seconds or an HTTP date); 408, 5xx and transport errors are *t
 from __future__ import annotations
 
 import array
-import email.utils
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Literal
 
 import msgspec
 
-DEFAULT_RETRY_AFTER: Final = 1.0
+from specactor.domain.retry_after import retry_after
+
 Kind = Literal["rate_limited", "transient", "fatal"]
 
 
@@ -51,23 +51,6 @@ def parse_reply(body: bytes, expected: int) -> list[list[float]] | Failure:
     if len(vectors) != expected or any(not v or not all(math.isfinite(x) for x in v) for v in vectors):
         return Failure("fatal", f"the embeddings endpoint sent {len(vectors)} usable vectors for {expected} inputs")
     return vectors
-
-
-def retry_after(headers: Mapping[str, str], now: float) -> float:
-    """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP-date); 1 s when absent."""
-    raw = headers.get("retry-after")
-    if raw is None:
-        return DEFAULT_RETRY_AFTER
-    raw = raw.strip()
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return DEFAULT_RETRY_AFTER
-    return max(0.0, when.timestamp() - now)
 
 
 def classify(status: int, headers: Mapping[str, str], body: bytes, now: float) -> Failure:
