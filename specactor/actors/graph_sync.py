@@ -12,6 +12,7 @@ graph's objects of this workspace and repairs what differs (missing, changed, du
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import time
 from collections.abc import Callable
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import msgspec
 import trio
 
 from specactor.actors.change_feed import ChangeFeed
@@ -446,7 +446,7 @@ class GraphSync:
             self._syncing -= 1
 
     async def _sync(self, *, force: bool, timeout: float) -> GraphSyncOut:
-        start, before = time.monotonic(), _snapshot(self.counts)
+        start, before = time.monotonic(), dataclasses.replace(self.counts)
         with trio.move_on_after(timeout):
             await self._tried_open.wait()
             if self.unavailable is not None:
@@ -469,7 +469,7 @@ class GraphSync:
             while (await self.db(ob.depth)).pending and self.health.failures <= failures_before:
                 await self._round_done.wait()
         depth = await self.db(ob.depth)
-        after = _snapshot(self.counts)
+        after = dataclasses.replace(self.counts)
         if depth.pending and self.health.failures > failures_before and after == before:
             raise EmergentError("PROVIDER_ERROR", f"{self.health.last_error}; {depth.pending} items wait in the "
                                 "outbox and go out when it answers again")
@@ -512,18 +512,6 @@ class GraphSync:
 
 class GraphUnavailable(Exception):
     """Graph sync cannot work at all (its outbox cannot be opened): the message says why."""
-
-
-class _Snap(msgspec.Struct, frozen=True):
-    created: int
-    updated: int
-    deleted: int
-    unchanged: int
-    failed: int
-
-
-def _snapshot(c: Counts) -> _Snap:
-    return _Snap(c.created, c.updated, c.deleted, c.unchanged, c.failed)
 
 
 def _client(config: Config) -> EmergentClient:
