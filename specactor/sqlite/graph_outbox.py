@@ -21,6 +21,7 @@ from typing import Any, Literal
 import msgspec
 
 from specactor.domain.graph.model import Edge, Graph, Node
+from specactor.sqlite.wal_mode import use_wal
 
 Kind = Literal["node", "edge"]
 Op = Literal["put", "delete"]
@@ -110,7 +111,7 @@ def connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(conn)  # a second server may be creating the same outbox
         conn.execute("PRAGMA synchronous=FULL")
         with transaction(conn):
             for statement in SCHEMA:

@@ -24,6 +24,7 @@ from specactor.domain.memory.api import MemoryEntry, MemorySearchOut, SearchHit
 from specactor.domain.memory.layers import PRECEDENCE, Identifiers, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
 from specactor.domain.memory.schema import SCOPE_SHIFT, pending
+from specactor.sqlite.wal_mode import use_wal
 
 T = TypeVar("T")
 SCOPE_SPAN = (1 << SCOPE_SHIFT) - 1
@@ -53,7 +54,7 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     try:
         if writer:
-            _use_wal(conn)
+            use_wal(conn)
             _migrate(conn)
         conn.execute("PRAGMA synchronous=FULL")  # durable: a reply is only sent after the WAL is on disk
         if not writer:
@@ -62,25 +63,6 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
-
-
-WAL_TRIES = 20  # each waits for the lock; two processes need two
-
-
-def _use_wal(conn: sqlite3.Connection) -> None:
-    # Two processes switching a new database at once can each hold the shared lock and want the
-    # exclusive one; SQLite then fails one at once ("database is locked"), without the busy
-    # timeout, to break the deadlock. That one waits for the other's switch by taking the write
-    # lock and letting it go (which does wait), and tries again: WAL is usually on by then.
-    for tries_left in reversed(range(WAL_TRIES)):
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as err:
-            if err.sqlite_errorcode != sqlite3.SQLITE_BUSY or not tries_left:
-                raise
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("ROLLBACK")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -158,3 +158,34 @@ def test_a_removal_cut_short_by_a_crash_is_not_taken_for_the_object_still_in_the
     assert ob.known(conn, "node", ["w/a"])["w/a"].deleting
     ob.enqueue_units(conn, {UNIT: Graph()})  # and gone again: a removal is queued, not forgotten
     assert pending(conn) == {("node", "w/a"): "delete"}
+
+
+def test_two_servers_creating_one_new_outbox_at_once_both_open_it(tmp_path: Path) -> None:
+    """Two connections switching a new database to WAL at once: SQLite fails one at once, without
+    its busy timeout ("database is locked"); the loser waits for the other's switch instead (a CI
+    run saw a second server's graph sync refuse `graph_sync` for it)."""
+    import threading
+
+    rounds = 40
+    paths = [tmp_path / f"round-{n:02d}" / ".specactor" / "graph.db" for n in range(rounds)]
+    barrier = threading.Barrier(2, timeout=60)
+    errors: list[str] = []
+
+    def open_each() -> None:
+        for path in paths:
+            barrier.wait()
+            try:
+                ob.connect(path).close()
+            except Exception as err:  # every failure is the finding
+                errors.append(f"{path.parent.parent.name}: {err}")
+
+    threads = [threading.Thread(target=open_each) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    for path in paths:
+        check = ob.connect(path)
+        assert check.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        check.close()
