@@ -1,4 +1,4 @@
-"""`python -m bench` (`just bench`): specactor, the SDK peer and the floor, side by side.
+"""`python -m bench` (`just bench`): specactor, the SDK peers (Python, TypeScript) and the floor, side by side.
 
     python -m bench                     # every stage, gates enforced (about 12 min on 2 cores)
     python -m bench --transport http    # only Streamable HTTP (~55 s)
@@ -7,9 +7,14 @@
     python -m bench --no-pertool        # without the per-tool stage (every tool, resource, prompt at c=1, c=100)
     python -m bench --no-iowait --no-openloop  # without the I/O-waiting (stdio) and open-loop (HTTP) stages
 
-Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on stderr);
-2 the harness itself broke (a server died, hung, or answered wrongly; a toolset workload crashed
-or timed out).
+The TS SDK peer (`--servers` ts, ts-stateless; on by default) is installed with Node 22 from npm
+into `.bench/ts-peer` the first time (about 10 s); when npm or its registry cannot be reached, or
+the install outlasts 600 s (`--quick`: 120 s; TS_INSTALL_TIMEOUT), its rows are left
+out with one line saying why (`TS SDK peer: SKIPPED — ...`, also in latest.md).
+
+Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on stderr); reported
+targets (verdict MET / MISSED) never fail the run; 2 the harness itself broke (a server died, hung,
+or answered wrongly; a toolset workload crashed or timed out).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from bench.iowait import run as run_iowait
 from bench.openloop import run as run_openloop
 from bench.pertool import run as run_pertool
 from bench.report import build, utc_now, write
-from bench.servers import ORDER, server_specs
+from bench.servers import ORDER, TS, server_specs
 from bench.toolsets import NAMES as TOOLSETS
 from bench.toolsets import parse as parse_toolsets
 from bench.toolsets import run as run_toolsets
@@ -41,6 +46,7 @@ FULL = Config()
 HTTP_QUICK = HttpConfig(rounds=1, slice_s=0.25, warmup_s=0.1, idle=0.3)
 HTTP_FULL = HttpConfig()
 CHOICES = (*sorted(TRANSPORTS), "http", "all", "none")
+TS_INSTALL_TIMEOUT, TS_INSTALL_TIMEOUT_QUICK = 600.0, 120.0  # seconds for `npm ci` of the TS peer
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -78,7 +84,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--levels", help="HTTP concurrencies, comma-separated (default "
                         + ",".join(map(str, HTTP_FULL.levels)) + ")")
     parser.add_argument("--servers", default=",".join(ORDER),
-                        help=f"comma-separated subset of {','.join(ORDER)}")
+                        help=f"comma-separated subset of {','.join(ORDER)} (ts: the TypeScript SDK over stdio and "
+                        "HTTP with sessions; ts-stateless: HTTP, a server per request)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
                         help="where results go (default bench/results)")
     args = parser.parse_args(argv)
@@ -133,22 +140,43 @@ def _stage(name: str, run: Callable[[bool, Callable[[str], None]], dict[str, Any
         return {"quick": quick, "error": str(err)[:1000]}
 
 
+def ts_peer(keys: list[str], quick: bool) -> dict[str, str]:
+    """Install the TS SDK peer if `keys` (the --servers) ask for it; {key: why} for each one left out.
+
+    Raises:
+        HarnessError: npm failed for a reason other than the network (bench.peers.ts.project).
+    """
+    wanted = [k for k in keys if k in TS]
+    if not wanted:
+        return {}
+    from bench.peers.ts.project import Unreachable, ensure
+
+    try:
+        ensure(TS_INSTALL_TIMEOUT_QUICK if quick else TS_INSTALL_TIMEOUT)
+    except Unreachable as err:
+        progress(f"TS SDK peer: SKIPPED — {err}")
+        return dict.fromkeys(wanted, str(err))
+    return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     cfg = config(args)
     hcfg = http_config(args)
-    specs = [server_specs()[k] for k in args.servers]
     loadavg_start = list(os.getloadavg())
     started = utc_now()
     t0 = time.monotonic()
     runs: dict[str, ServerRun] = {}
     http_runs: dict[str, HttpRun] | None = None
     try:
+        skipped = ts_peer(args.servers, args.quick) if args.transport != "none" else {}
+        specs = [server_specs()[k] for k in args.servers if k not in skipped]
         if args.transport in ("stdio", "all"):
             transport = TRANSPORTS["stdio"]()
-            progress(f"{', '.join(s.label for s in specs)} over {transport.name}")
-            runs = measure(transport, specs, cfg, progress)
+            stdio_specs = [s for s in specs if s.argv]  # ts-stateless serves HTTP only
+            progress(f"{', '.join(s.label for s in stdio_specs)} over {transport.name}")
+            runs = measure(transport, stdio_specs, cfg, progress)
         if args.transport in ("http", "all"):
             progress(f"{', '.join(s.label for s in specs)} over Streamable HTTP")
             http_runs = measure_http(specs, hcfg, progress)
@@ -166,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
                 gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
                 loadavg_start=loadavg_start, toolsets=toolsets, pertool=pertool, iowait=iowait,
-                openloop=openloop)
+                openloop=openloop, skipped=skipped)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot

@@ -6,6 +6,9 @@ Streamable HTTP figures (target key -> flat key, as `figures.http_measures` name
 A gate whose inputs are missing (a server left out with `--servers`) is skipped, neither
 passed nor failed. Targets are part of the project's contract; change them here, in one place,
 and in bench/README.md, deliberately.
+
+*Reported targets* (`REPORTED_VERDICTS`: "met" / "missed") are judged and shown like gates but
+never fail a run: the TS SDK comparisons, until specactor meets them; then make them gates.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ P95_MS = 200.0
 HTTP_TPUT_LEVEL, HTTP_TPUT_FACTOR = 10, 4.0  # Streamable HTTP, c=10: specactor >= 4 x SDK calls/s
 HTTP_P95_LEVEL, HTTP_P95_MS = 100, 200.0  # Streamable HTTP, c=100: every specactor p95 < 200 ms
 HTTP_SPECACTOR = ("specactor", "specactor-2026")  # the specactor HTTP targets (both eras)
+# Reported, not gated (issue 15): specactor against the TypeScript SDK (bench/peers/ts).
+TS_STDIO_BURST_CPU = "burst_cpu_s_per_1k"  # stdio: specactor's server CPU per burst call <= the TS SDK's
+TS_HTTP_LEVELS = (10, 100)  # HTTP: specactor (default deployment) calls/s >= the better TS SDK process's
+TS_HTTP_TARGETS = ("ts", "ts-stateless")  # the TS SDK's HTTP targets: sessions, stateless
+REPORTED_VERDICTS = ("met", "missed")
 
 # Toolset workloads (bench/workloads, run by bench/toolsets.py): toolset -> op -> (statistic, target ms);
 # "*" judges every timed operation. FULL_SIZES: the sizes the issues set; smaller runs (--quick)
@@ -57,7 +65,7 @@ TOOLSET_GATES = (  # (toolset, gate name, operations judged; "*" = all)
 class GateResult:
     name: str
     target: str
-    verdict: str  # "pass" | "fail" | "skip"
+    verdict: str  # "pass" | "fail" | "skip"; reported targets: "met" | "missed" | "skip"
     detail: str
     measures: tuple[str, ...]  # the table rows it judges
 
@@ -76,9 +84,9 @@ def _gate(name: str, target: str, measures: tuple[str, ...], ok: bool | None, de
 
 def evaluate(figs: Figures, http: Figures | None = None,
              toolsets: Mapping[str, Any] | None = None) -> list[GateResult]:
-    gates = _stdio(figs) if figs else []
+    gates = _stdio(figs) + _ts_stdio(figs) if figs else []
     if http is not None:
-        gates += _http(http)
+        gates += _http(http) + _ts_http(http)
     if toolsets:
         gates += _toolsets(toolsets)
     return gates
@@ -141,6 +149,37 @@ def _http(figs: Figures) -> list[GateResult]:
         f"HTTP P95 at c={HTTP_P95_LEVEL}", f"every specactor p95 < {HTTP_P95_MS:g} ms", (p95_key,), ok,
         ", ".join(f"{k} p95 {v:.1f} ms" for k, v in known.items())))
     return gates
+
+
+def _reported(name: str, target: str, measures: tuple[str, ...], ok: bool | None, detail: str) -> GateResult:
+    verdict = "skip" if ok is None else "met" if ok else "missed"
+    return GateResult(name, f"{target} (reported, not gated)", verdict, detail if ok is not None else "not measured",
+                      measures)
+
+
+def _ts_stdio(figs: Figures) -> list[GateResult]:
+    sa, ts = _get(figs, "specactor", TS_STDIO_BURST_CPU), _get(figs, "ts", TS_STDIO_BURST_CPU)
+    ok, detail = None, ""
+    if sa is not None and ts:  # s per 1,000 calls x 1,000 = µs per call
+        ok, detail = sa <= ts, f"specactor {sa * 1000:.1f} µs/call = {sa / ts:.2f} x TS SDK {ts * 1000:.1f} µs/call"
+    return [_reported("stdio burst CPU per call vs TS SDK", "specactor ≤ TS SDK", (TS_STDIO_BURST_CPU,), ok, detail)]
+
+
+def _ts_http(figs: Figures) -> list[GateResult]:
+    keys = tuple(f"http_c{c}_calls_per_s" for c in TS_HTTP_LEVELS)
+    parts, oks = [], []
+    for key, c in zip(keys, TS_HTTP_LEVELS, strict=True):
+        sa = _get(figs, "specactor", key)
+        ts = {t: v for t in TS_HTTP_TARGETS if (v := _get(figs, t, key))}
+        if sa is None or not ts:
+            continue
+        best = max(ts, key=lambda t: ts[t])
+        oks.append(sa >= ts[best])
+        parts.append(f"c={c}: specactor {sa:,.0f}/s = {sa / ts[best]:.2f} x {best} {ts[best]:,.0f}/s")
+    ok = all(oks) if len(oks) == len(keys) else None
+    return [_reported(f"HTTP throughput vs TS SDK at c={' and c='.join(map(str, TS_HTTP_LEVELS))}",
+                      "specactor (default deployment) ≥ TS SDK single process (the better of sessions and stateless)",
+                      keys, ok, "; ".join(parts))]
 
 
 def _stdio(figs: Figures) -> list[GateResult]:

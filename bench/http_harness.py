@@ -3,6 +3,8 @@
 A *target* is a server spoken to in one protocol era: specactor, the SDK peer and the floor
 in the 2025-11-25 (legacy, session) era, the main comparison; specactor and the SDK peer
 again in the 2026-07-28 (stateless) era. One process per server serves both of its eras.
+The TS SDK peer serves the 2025-11-25 era only, as two servers: `ts` with sessions and
+`ts-stateless` (its `initialize` opens no session, so the workers send no `Mcp-Session-Id`).
 
 1. start: each server is spawned (`--http --port 0`, fresh temporary directory) and its URL
    read from its stderr; startup = spawn → the reply to a first `initialize` (legacy);
@@ -62,6 +64,8 @@ TARGETS = (
     Target("floor", "floor", "floor", LEGACY),
     Target("specactor-2026", "specactor 2026-07-28", "specactor", MODERN),
     Target("sdk-2026", "SDK peer 2026-07-28", "sdk", MODERN),
+    Target("ts", "TS SDK sessions", "ts", LEGACY),
+    Target("ts-stateless", "TS SDK stateless", "ts-stateless", LEGACY),
 )
 
 

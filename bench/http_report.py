@@ -5,8 +5,9 @@ server, era, exit code, flat figures (`figures.http_measures`), latency summarie
 concurrency and, for plotting, `cdf_ms`: up to `CDF_POINTS` order statistics of each level's
 latencies at evenly spaced ranks (min and max included; every sample when there are fewer),
 so the stored JSON stays small however many requests were made. `table` renders the section
-as markdown rows: one per measure (per concurrency), a column per target, three ratios
-(specactor÷floor, SDK÷specactor in each era), the target and verdict of the gates that judge it.
+as markdown rows: one per measure (per concurrency), a column per target, five ratios
+(specactor÷floor, SDK÷specactor in each era, specactor÷TS SDK with sessions and stateless), the
+target and verdict of the gates and reported targets that judge it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ CDF_POINTS = 1000
 CLIENT = ("raw HTTP/1.1 over non-blocking sockets, one epoll loop (bench/http_driver.py); "
           "each worker its own keep-alive connection and session")
 RATIOS = {"specactor/floor": ("specactor", "floor"), "sdk/specactor": ("sdk", "specactor"),
-          "sdk/specactor 2026": ("sdk-2026", "specactor-2026")}
-RATIO_HEADS = ("specactor÷floor", "SDK÷specactor", "SDK÷specactor (2026)")
+          "sdk/specactor 2026": ("sdk-2026", "specactor-2026"), "specactor/ts": ("specactor", "ts"),
+          "specactor/ts-stateless": ("specactor", "ts-stateless")}
+RATIO_HEADS = ("specactor÷floor", "SDK÷specactor", "SDK÷specactor (2026)", "specactor÷TS sessions",
+               "specactor÷TS stateless")
 
 
 def _cdf(values: list[float]) -> list[float]:
@@ -80,7 +83,7 @@ def table(http: dict[str, Any], gates: list[GateResult], num: Any, fmt_ratio: An
     for level, m in http_measures(http["levels"]):
         row = [f"{m.label} ({m.unit})", "" if level is None else str(level)]
         row += [num(targets[k]["figures"].get(m.key)) for k in keys]
-        row += [fmt_ratio(http["ratios"][m.key][name]) for name in RATIOS]
+        row += [fmt_ratio(http["ratios"][m.key].get(name)) for name in RATIOS]
         judged = [g for g in gates if m.key in g.measures]
         row.append("; ".join(g.target for g in judged))
         row.append("; ".join(f"**{g.verdict.upper()}**" if g.verdict == "fail" else g.verdict.upper()
@@ -90,6 +93,8 @@ def table(http: dict[str, Any], gates: list[GateResult], num: Any, fmt_ratio: An
         "",
         "Startup and RSS are per server process (one process serves both eras). CPU per call: server "
         "utime+stime (/proc, 10 ms ticks) and the client's `process_time`, over the measured loops. "
-        "SDK÷specactor above 1 means specactor is faster/smaller, except for throughput, where below 1 does.",
+        "SDK÷specactor above 1 means specactor is faster/smaller, except for throughput, where below 1 does; "
+        "specactor÷TS below 1 means specactor is faster/smaller, except for throughput, where above 1 does "
+        "(specactor in the 2025-11-25 era with sessions, its default deployment, against each TS SDK process).",
     ]
     return lines

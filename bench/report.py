@@ -5,7 +5,8 @@ included), the exact command line and the gate verdicts into one JSON-able dict:
 results at the top level (`servers`, `ratios`, `config`; empty when stdio was not run), the
 Streamable HTTP results under `http` (`bench.http_report`; null when not run), the per-tool
 stage under `pertool` (`bench.pertool`; null when not run), the toolset workloads under
-`toolsets` (`bench.toolsets`; null when not run). `write` stores
+`toolsets` (`bench.toolsets`; null when not run), the servers left out and why under `skipped`
+(the TS SDK peer when npm cannot install it). `write` stores
 it as `<out>/<UTC stamp>.json` and `<out>/latest.json`, and renders `<out>/latest.md`: per
 transport one row per measure, one column per server, the ratios, the target and the verdict.
 """
@@ -39,7 +40,10 @@ from bench.stats import ratio
 from bench.toolsets import table as toolset_table
 
 _NUMBER_LIST = re.compile(r"\[\s*([-0-9.eE+,\s]+?)\s*\]")  # raw samples: one line each, not one per number
-LABELS = {"specactor": "specactor", "sdk": "SDK peer", "floor": "floor"}
+LABELS = {"specactor": "specactor", "sdk": "SDK peer", "floor": "floor", "ts": "TS SDK"}
+STDIO_RATIOS = {"specactor/floor": ("specactor", "floor"), "sdk/specactor": ("sdk", "specactor"),
+                "specactor/ts": ("specactor", "ts")}
+STDIO_RATIO_HEADS = ("specactor÷floor", "SDK÷specactor", "specactor÷TS SDK")
 
 
 def _cpu_model() -> str:
@@ -74,7 +78,7 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
           http_runs: dict[str, HttpRun] | None = None, http_cfg: HttpConfig | None = None,
           loadavg_start: list[float] | None = None, toolsets: dict[str, Any] | None = None,
           pertool: dict[str, Any] | None = None, iowait: dict[str, Any] | None = None,
-          openloop: dict[str, Any] | None = None) -> dict[str, Any]:
+          openloop: dict[str, Any] | None = None, skipped: dict[str, str] | None = None) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     figs: dict[str, dict[str, float | None]] = {}
     for key, run in runs.items():
@@ -96,10 +100,8 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
             },
         }
     ratios = {
-        m.key: {
-            "specactor/floor": ratio(figs.get("specactor", {}).get(m.key), figs.get("floor", {}).get(m.key)),
-            "sdk/specactor": ratio(figs.get("sdk", {}).get(m.key), figs.get("specactor", {}).get(m.key)),
-        }
+        m.key: {name: ratio(figs.get(a, {}).get(m.key), figs.get(b, {}).get(m.key))
+                for name, (a, b) in STDIO_RATIOS.items()}
         for m in MEASURES
     }
     http = section(http_runs, http_cfg or HttpConfig()) if http_runs is not None else None
@@ -124,6 +126,7 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
         "pertool": pertool,
         "iowait": iowait,
         "openloop": openloop,
+        "skipped": skipped or {},
         "gates": [g.as_dict() for g in gates],
         "gates_enforced": gates_enforced,
         "verdict": overall(gates),
@@ -158,6 +161,9 @@ def markdown(doc: dict[str, Any]) -> str:
         f"Python {mach['python']} · {doc['duration_s']} s · load average (1/5/15 min) "
         + (f"at start {' / '.join(f'{v:.2f}' for v in start)}, " if start else "") + f"at end {load}",
     ]
+    for reason in sorted(set((doc.get("skipped") or {}).values())):
+        keys = ", ".join(k for k, v in doc["skipped"].items() if v == reason)
+        lines += ["", f"**Left out** ({keys}): TS SDK peer SKIPPED — {reason}"]
     if doc["servers"]:
         lines += ["", "## stdio", "", *_stdio_table(doc, gates)]
     if doc.get("http"):
@@ -182,8 +188,8 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def _stdio_table(doc: dict[str, Any], gates: list[GateResult]) -> list[str]:
     servers = doc["servers"]
-    keys = [k for k in ("specactor", "sdk", "floor") if k in servers]
-    head = ["measure", *(LABELS[k] for k in keys), "specactor÷floor", "SDK÷specactor", "target", "verdict"]
+    keys = [k for k in LABELS if k in servers]
+    head = ["measure", *(LABELS[k] for k in keys), *STDIO_RATIO_HEADS, "target", "verdict"]
     lines = [
         "| " + " | ".join(head) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(head) - 3) + ["---", "---"]) + "|",
@@ -192,7 +198,7 @@ def _stdio_table(doc: dict[str, Any], gates: list[GateResult]) -> list[str]:
         row = [f"{m.label} ({m.unit})"]
         row += [_num(servers[k]["figures"].get(m.key)) for k in keys]
         r = doc["ratios"][m.key]
-        row += [_ratio(r["specactor/floor"]), _ratio(r["sdk/specactor"])]
+        row += [_ratio(r.get(name)) for name in STDIO_RATIOS]
         judged = [g for g in gates if m.key in g.measures]
         row.append("; ".join(g.target for g in judged))
         row.append("; ".join(f"**{g.verdict.upper()}**" if g.verdict == "fail" else g.verdict.upper()
@@ -205,7 +211,9 @@ def _stdio_table(doc: dict[str, Any], gates: list[GateResult]) -> list[str]:
         f"server, {cfg['spawns']} spawns for first reply, {cfg['warmup']} warm-up calls. "
         "Latencies are client-side (request written → reply read), in ms; MB = 10⁶ bytes. "
         "Ratios > 1 in the SDK÷specactor column mean specactor is smaller/faster, except for the "
-        "calls/s rows, where < 1 does. See bench/README.md.",
+        "calls/s rows, where < 1 does; specactor÷TS SDK below 1 means specactor is smaller/faster, except for "
+        "the calls/s rows, where above 1 does. Verdicts MET / MISSED are reported targets, not gates. "
+        "See bench/README.md.",
     ]
     waiting = servers.get("specactor", {}).get("figures", {}).get("waiting_median_ms")
     floor = servers.get("floor", {}).get("figures", {}).get("single_median_ms")

@@ -1,9 +1,14 @@
-"""The three servers the bench compares, as `ServerSpec`s keyed by their `--servers` names.
+"""The servers the bench compares, as `ServerSpec`s keyed by their `--servers` names.
 
 - `specactor`: the conformance fixture server (`echo` and `add` typed tools), no session log;
 - `sdk`: the official MCP Python SDK serving the same tools (`bench/peers/sdk_server.py`);
 - `floor`: the minimal trio + msgspec loop (`bench/peers/floor.py`); over HTTP, the same
-  handler in a bare ASGI app on hypercorn's trio worker (`bench/peers/floor_http.py`).
+  handler in a bare ASGI app on hypercorn's trio worker (`bench/peers/floor_http.py`);
+- `ts`: the official TypeScript SDK serving the same tools (`bench/peers/ts/server.mjs`, run by
+  the Node 22 that `bench/peers/ts/project.py` installs from npm into `.bench/ts-peer`); over
+  HTTP with sessions (transports kept by session id);
+- `ts-stateless`: HTTP only (no `argv`): the same, in the SDK's stateless pattern (a new server
+  and transport per request).
 
 Over HTTP every server binds 127.0.0.1 port 0 and announces its URL on stderr (a JSON line
 with `"urls"`), as specactor does.
@@ -19,10 +24,12 @@ import os
 import sys
 from pathlib import Path
 
+from bench.peers.ts import NODE, SERVER
 from bench.transport import ServerSpec
 
 REPO = Path(__file__).resolve().parent.parent
-ORDER = ("specactor", "sdk", "floor")
+ORDER = ("specactor", "sdk", "floor", "ts", "ts-stateless")
+TS = ("ts", "ts-stateless")  # run only after bench.peers.ts.project.ensure()
 
 
 def _env() -> dict[str, str]:
@@ -32,6 +39,7 @@ def _env() -> dict[str, str]:
 
 def server_specs() -> dict[str, ServerSpec]:
     py = sys.executable
+    node, script = str(NODE), str(SERVER)
     return {
         "specactor": ServerSpec(
             "specactor", "specactor",
@@ -42,4 +50,7 @@ def server_specs() -> dict[str, ServerSpec]:
                           (py, "-m", "bench.peers.sdk_server", "--http", "--port", "0")),
         "floor": ServerSpec("floor", "floor", (py, "-m", "bench.peers.floor"), _env(),
                             (py, "-m", "bench.peers.floor_http", "--port", "0")),
+        "ts": ServerSpec("ts", "TS SDK", (node, script), {}, (node, script, "--http", "--port", "0")),
+        "ts-stateless": ServerSpec("ts-stateless", "TS SDK stateless", (), {},
+                                   (node, script, "--http", "--stateless", "--port", "0")),
     }
