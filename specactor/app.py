@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import trio
 
@@ -29,7 +30,7 @@ from specactor.actors.storage import StorageActor
 from specactor.actors.storages import Storages
 from specactor.actors.supervisor import ChildSpec, Supervisor
 from specactor.actors.workspace_watcher import WorkspaceWatcher
-from specactor.config import Config, ConfigError
+from specactor.config import Config, ConfigError, HttpConfig
 from specactor.logsetup import get_logger
 from specactor.protocol.registry import Registry
 from specactor.protocol.server import ServerCore
@@ -179,7 +180,7 @@ async def announce(app: App, **fields: object) -> None:
              tools=len(app.registry.tools), toolsets=sorted(set(app.config.toolsets)), **fields)
 
 
-async def _watch_signals(stop: trio.Event, reason: list[str]) -> None:
+async def watch_signals(stop: trio.Event, reason: list[str]) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             reason.append(signal.Signals(signum).name)
@@ -204,7 +205,7 @@ async def serve_stdio(app: App, fds: StdioFds) -> int:
 
         root.start_soon(finish_start)
         stop, reason = trio.Event(), ["stdin closed"]
-        root.start_soon(_watch_signals, stop, reason)
+        root.start_soon(watch_signals, stop, reason)
 
         async def on_eof() -> None:
             await transport.closed.wait()
@@ -220,27 +221,77 @@ async def serve_stdio(app: App, fds: StdioFds) -> int:
     return 0
 
 
-async def serve_http(app: App) -> int:
-    """Serve MCP over Streamable HTTP until SIGINT/SIGTERM; returns the exit status."""
-    from specactor.actors.http import HttpTransport
+def check_public_bind(cfg: HttpConfig) -> None:
+    """Raises:
+        ConfigError: a non-loopback address without a bearer token.
+    """
     from specactor.protocol.http_rules import is_loopback
 
-    cfg = app.config.http
     if not is_loopback(cfg.host) and not cfg.token:
         raise ConfigError(f"{cfg.host} is not a loopback address, and binding one needs a bearer token: set "
                           "SPECACTOR_HTTP_TOKEN (or http.token)", setting="http.host")
-    transport = HttpTransport(app.core, app.dispatcher, app.config, app.metrics)
+
+
+@dataclass(frozen=True)
+class WorkerRole:
+    """What a worker process of `serve --http --workers N` has from its parent (`http_worker`).
+
+    fd: the listening socket the parent bound. run_dir: the parent's runtime folder (the shared
+    session table, the metrics snapshots). ready: tells the parent this worker serves, with its
+    tool count. parent_gone: returns once the parent has exited.
+    """
+
+    fd: int
+    run_dir: Path
+    index: int
+    ready: Callable[[int], None]
+    parent_gone: Callable[[], Awaitable[None]]
+
+
+async def serve_http(app: App, worker: WorkerRole | None = None) -> int:
+    """Serve MCP over Streamable HTTP until SIGINT/SIGTERM; returns the exit status.
+
+    As a `worker`, serve the parent's socket with the sessions and metrics all workers share,
+    tell the parent when serving instead of logging the start-up line, and stop when the parent
+    is gone too."""
+    from specactor.actors.http import HttpTransport
+
+    transport: HttpTransport
+    if worker is None:
+        check_public_bind(app.config.http)
+        transport = HttpTransport(app.core, app.dispatcher, app.config, app.metrics)
+    else:
+        from specactor.actors.prometheus import exposition
+        from specactor.actors.shared_sessions import SharedSessions
+        from specactor.actors.worker_metrics import WorkerMetrics
+
+        published = WorkerMetrics(app.metrics, worker.run_dir / "metrics")
+        transport = HttpTransport(app.core, app.dispatcher, app.config, app.metrics, listen_fd=worker.fd,
+                                  shared=SharedSessions(worker.run_dir / "sessions.db"),
+                                  exposition=lambda: exposition(published.combined()))
     async with trio.open_nursery() as root:
         await start_actors(app, root)
         await app.supervisor.start(root, ChildSpec("http", transport.run, restart="transient"))
         stop, reason = trio.Event(), ["signal"]
-        root.start_soon(_watch_signals, stop, reason)
-        urls = [f"http://{b.removeprefix('http://')}/mcp" for b in transport.binds]
+        root.start_soon(watch_signals, stop, reason)
         from specactor import logsetup
 
         await trio.to_thread.run_sync(logsetup.preload)  # an HTTP server is found by this line: log it now
-        log.info("specactor started", transport="http", version=__version__, root=str(app.config.root_path),
-                 urls=urls, pid=os.getpid(), tools=len(app.registry.tools))
+        if worker is None:
+            urls = [f"http://{b.removeprefix('http://')}/mcp" for b in transport.binds]
+            log.info("specactor started", transport="http", version=__version__, root=str(app.config.root_path),
+                     urls=urls, pid=os.getpid(), tools=len(app.registry.tools))
+        else:
+            await root.start(published.publish_forever)
+
+            async def orphaned() -> None:
+                await worker.parent_gone()
+                reason.append("parent exited")
+                stop.set()
+
+            root.start_soon(orphaned)
+            log.info("http worker started", index=worker.index, pid=os.getpid(), tools=len(app.registry.tools))
+            worker.ready(len(app.registry.tools))
         await stop.wait()
         log.info("shutting down", reason=reason[-1], in_flight=app.dispatcher.in_flight)
         transport.stopping.set()  # hypercorn stops accepting and gives open requests the grace period

@@ -13,11 +13,12 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
 
-from specactor import __version__, logsetup
+from specactor import SERVER_NAME, __version__, logsetup
 from specactor.config import TOOLSETS, Config, ConfigError, Settings, Sources, load_settings
 from specactor.logsetup import get_logger
 
@@ -39,9 +40,11 @@ TTY = ("specactor: waiting for an MCP client on stdin/stdout (an assistant start
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specactor", description="An MCP server for spec-driven development.")
     parser.add_argument("--version", action="version", version=f"specactor {__version__}")
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,demo}")
     serve = sub.add_parser("serve", help="serve MCP on stdio (the default) or HTTP", description=SERVE)
     add_server_flags(serve)
+    sub.add_parser("http-worker", description="One process of `specactor serve --http --workers N`, started by "
+                   "that server with its settings on stdin; not for direct use.")
     sub.add_parser("demo", help="start a server on a temporary workspace and drive it with the official client",
                    description=DEMO)
     return parser
@@ -69,12 +72,14 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
                         "SPECACTOR_HTTP_TOKEN; env SPECACTOR_HTTP_HOST)")
     parser.add_argument("--port", type=int, help="the HTTP port, 0 for any free one (default: 8765; env "
                         "SPECACTOR_HTTP_PORT)")
+    parser.add_argument("--workers", type=int, help="HTTP server processes sharing the port, 1 for a single "
+                        "process (default: the number of cores; env SPECACTOR_HTTP_WORKERS)")
 
 
 def flags_of(args: argparse.Namespace) -> dict[str, Any]:
     flags: dict[str, Any] = {}
     pairs = {"root": "root", "log_level": "log_level", "session_log_dir": "session_log.dir",
-             "host": "http.host", "port": "http.port"}
+             "host": "http.host", "port": "http.port", "workers": "http.workers"}
     for attr, key in pairs.items():
         if getattr(args, attr, None) is not None:
             flags[key] = getattr(args, attr)
@@ -117,7 +122,8 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
     from specactor import app as application
 
     kwargs = {"name": name} if name else {}
-    built = application.build(config, extra, defer=not http, **kwargs)
+    workers = http and config.http.worker_count > 1
+    built = None if workers else application.build(config, extra, defer=not http, **kwargs)
     try:
         if http:
             try:
@@ -127,8 +133,14 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
                 print(f"specactor: the HTTP transport needs the [http] extra ({err.name} is missing): "
                       "from a clone of specactor, pip install '.[http]'", file=sys.stderr)
                 return 2
-            status: int = trio.run(application.serve_http, built)
+            if built is None:  # several processes on one socket: this one only supervises them
+                from specactor.actors.http_workers import HttpWorkers
+
+                status: int = trio.run(HttpWorkers(config, extra, name).serve)
+                return status
+            status = trio.run(application.serve_http, built)
             return status
+        assert built is not None
         from specactor.actors.stdio import StdioFds
 
         if os.isatty(0):  # a person, not an assistant: say what the silence means (never on stdout)
@@ -150,6 +162,44 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
         return 1
 
 
+def worker_main() -> int:
+    """One worker of `serve --http --workers N` (`actors.http_workers` starts it): the parent's
+    handoff on stdin -> Config -> trio.run(app.serve_http) on the inherited socket, until SIGTERM
+    or the parent is gone. A setting it cannot use goes back to the parent, which prints it once."""
+    import itertools
+
+    import msgspec
+
+    from specactor import app as application
+    from specactor.actors import http_workers as hw
+    from specactor.concurrency import peer
+    from specactor.protocol.input_required import StateSigner
+
+    handoff = hw.read_handoff()
+    config = msgspec.convert(handoff.config, Config)
+    logsetup.configure(config.log_level)
+    # server-to-client request ids must differ between workers: a reply may reach another one
+    peer._ids = itertools.count((handoff.index + 1) << 40)
+    built = application.build(config, hw.imported(handoff.extra), name=handoff.name or SERVER_NAME)
+    built.core.signer = StateSigner(bytes.fromhex(handoff.secret))  # a requestState opens on any worker
+    role = application.WorkerRole(handoff.fd, Path(handoff.run_dir), handoff.index,
+                                  lambda tools: hw.answer(hw.Ready(tools=tools)), hw.parent_gone)
+    try:
+        status: int = trio.run(application.serve_http, built, role)
+        return status
+    except KeyboardInterrupt:  # pragma: no cover
+        return 0
+    except BaseException as exc:
+        from specactor.actors.supervisor import describe, root_cause
+
+        cause = root_cause(exc)
+        if isinstance(cause, ConfigError):
+            hw.answer(hw.Ready(error=cause.message, setting=cause.setting, source=cause.source))
+            return 2
+        log.critical("HTTP worker failed", error=describe(cause))
+        return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
@@ -157,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings is None:
             return 2
         return run_server(settings.config, bool(args.http), sources=settings.sources)
+    if args.command == "http-worker":
+        return worker_main()
     if args.command == "demo":
         from specactor.demo import main as demo_main
 

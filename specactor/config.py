@@ -124,6 +124,20 @@ class HttpConfig(_Base, frozen=True):
     max_body_bytes: Positive = 4 * 1024 * 1024
     max_sessions: Positive = 1000
     session_idle_timeout: Seconds = 600.0
+    workers: Positive | None = None  # server processes on one port; default: the cores this process may use
+
+    @property
+    def worker_count(self) -> int:
+        """`workers`, or the number of cores this process may run on."""
+        return self.workers if self.workers is not None else available_cores()
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 class Config(_Base, frozen=True):
@@ -217,6 +231,7 @@ ENV: dict[str, str] = {
     "SPECACTOR_HTTP_HOST": "http.host",
     "SPECACTOR_HTTP_PORT": "http.port",
     "SPECACTOR_HTTP_TOKEN": "http.token",
+    "SPECACTOR_HTTP_WORKERS": "http.workers",
     "SPECACTOR_MEMORY_DB": "memory.db",
     "SPECACTOR_MEMORY_MODE": "memory.mode",
     "SPECACTOR_MEMORY_USER_ID": "memory.user_id",
@@ -255,6 +270,7 @@ FLAGS: dict[str, str] = {
     "session_log.dir": "--session-log-dir",
     "http.host": "--host",
     "http.port": "--port",
+    "http.workers": "--workers",
 }
 # Read by other parts of specactor (or by tools it starts), not settings of this Struct.
 ENV_ELSEWHERE = frozenset({"SPECACTOR_CONFIG", "SPECACTOR_FUZZ", "SPECACTOR_FAST", "SPECACTOR_REPEAT"})

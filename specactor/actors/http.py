@@ -7,12 +7,16 @@ mirror the body. A reply goes out as JSON when it is ready before anything else,
 stream when notifications come first. Closing a request's stream cancels it. `/healthz` and
 `/metrics` (Prometheus) serve operations. Every decision is `protocol.http_rules`' (or
 `protocol.admission`'s); the sessions live in `http_sessions`.
+
+As one of several worker processes (`listen_fd`, `shared`), it serves a socket the parent bound
+(`http_workers`) and keeps handshake-era sessions in the table all workers share.
 """
 
 from __future__ import annotations
 
 import errno
 import hmac
+import os
 import secrets
 import socket
 import time
@@ -36,9 +40,10 @@ from specactor.actors.http_exchange import (
 )
 from specactor.actors.http_sessions import HttpSession, LegacySessions
 from specactor.actors.metrics import MetricsActor
-from specactor.actors.prometheus import exposition
+from specactor.actors.prometheus import exposition as exposition_of
+from specactor.actors.shared_sessions import SharedSessions
 from specactor.actors.supervisor import root_cause
-from specactor.config import Config, ConfigError
+from specactor.config import Config, ConfigError, HttpConfig
 from specactor.logsetup import get_logger
 from specactor.protocol import http_rules as rules
 from specactor.protocol import versions as v
@@ -62,17 +67,27 @@ class HttpTransport:
         dispatcher: where requests go.
         config: its `http` section, `grace_period` (for hypercorn) and `log_level`.
         metrics: what `/metrics` exposes.
+        listen_fd: a listening socket to serve (a worker process's, bound by the parent) instead of
+            binding `http.host`:`http.port`.
+        shared: the session table of all worker processes; None in a single process.
+        exposition: what `/metrics` answers, when not this process's own figures (workers: the sum).
     """
 
-    def __init__(self, core: ServerCore, dispatcher: Dispatcher, config: Config, metrics: MetricsActor) -> None:
+    def __init__(self, core: ServerCore, dispatcher: Dispatcher, config: Config, metrics: MetricsActor, *,
+                 listen_fd: int | None = None, shared: SharedSessions | None = None,
+                 exposition: Callable[[], bytes] | None = None) -> None:
         self.core = core
         self.dispatcher = dispatcher
         self.metrics = metrics
+        self.listen_fd = listen_fd
+        self.shared = shared
+        self.exposition = exposition or (lambda: exposition_of(self.metrics.statistics()))
         self.cfg = config.http
         self.grace_period = config.grace_period
         self.access_log = config.log_level == "debug"  # one line per request, only when debugging
         self.stopping = trio.Event()
-        self.legacy = LegacySessions(self.cfg, dispatcher, self.stopping)
+        self.legacy = LegacySessions(self.cfg, dispatcher, self.stopping, shared)
+        self._health = b'{"status":"ok","pid":%d}' % os.getpid()
         self._nursery: trio.Nursery | None = None
         self.binds: list[str] = []
         self.allowed_hosts = [h.lower() for h in self.cfg.allowed_hosts] + [self.cfg.host.lower()]
@@ -88,7 +103,7 @@ class HttpTransport:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         config = HypercornConfig()
         host = f"[{self.cfg.host}]" if ":" in self.cfg.host else self.cfg.host
-        config.bind = [f"{host}:{self.cfg.port}"]
+        config.bind = [f"{host}:{self.cfg.port}" if self.listen_fd is None else f"fd://{self.listen_fd}"]
         config.graceful_timeout = self.grace_period
         config.accesslog = None
         config.errorlog = None
@@ -105,26 +120,12 @@ class HttpTransport:
                     raise
                 raise error from None  # the setting is the whole story; hypercorn's frames are noise
             nursery.start_soon(self.legacy.reap_forever)
+            if self.shared is not None:
+                nursery.start_soon(self.legacy.follow_shared)
             task_status.started()
 
     def _bind_error(self, exc: BaseException) -> ConfigError | None:
-        """A failure to bind that only another host or port can fix, as a `ConfigError`."""
-        cause = root_cause(exc)
-        where = f"{self.cfg.host}:{self.cfg.port}"
-        if isinstance(cause, socket.gaierror):
-            return ConfigError(f"{self.cfg.host!r} is not an address this machine can resolve ({cause.strerror})",
-                               setting="http.host")
-        if not isinstance(cause, OSError):
-            return None
-        if cause.errno == errno.EADDRINUSE:
-            return ConfigError(f"{where} is already in use (another server listens there); choose another port "
-                               "with --port or SPECACTOR_HTTP_PORT", setting="http.port")
-        if cause.errno == errno.EADDRNOTAVAIL:
-            return ConfigError(f"{self.cfg.host} is not an address of this machine", setting="http.host")
-        if cause.errno == errno.EACCES:
-            return ConfigError(f"binding {where} is not permitted (ports below 1024 need privileges)",
-                               setting="http.port")
-        return None
+        return bind_error(self.cfg, exc)
 
     def _on_change(self, kind: str, uri: str | None) -> None:
         """Tell listen streams and the sessions' GET streams of a change (`ServerCore.deliveries`
@@ -159,8 +160,8 @@ class HttpTransport:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = headers_of(scope)
         path, method = scope["path"], scope["method"]
-        if path == "/healthz":
-            await respond(send, 200, b'{"status":"ok"}')
+        if path == "/healthz":  # a worker says which one it is: the process that took this connection
+            await respond(send, 200, b'{"status":"ok"}' if self.shared is None else self._health)
             return
         if not rules.host_allowed(headers.get("host"), self.allowed_hosts):
             await respond(send, 421, error_response(None, INVALID_REQUEST, "Misdirected Request: Host not allowed"))
@@ -173,7 +174,7 @@ class HttpTransport:
                           headers=[(b"www-authenticate", b'Bearer realm="specactor"')])
             return
         if path == "/metrics" and method == "GET":
-            await respond(send, 200, exposition(self.metrics.statistics()),
+            await respond(send, 200, self.exposition(),
                           content_type=b"text/plain; version=0.0.4; charset=utf-8")
             return
         if path != "/mcp":
@@ -286,6 +287,7 @@ class HttpTransport:
                                                     "or never existed; initialize a new one"))
             return
         hs.last_seen = time.monotonic()
+        self.legacy.forward_replies(hs, parsed.messages)
         if parsed.batch and not accepts_batches(hs.session):
             await respond(send, 400, error_response(None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are "
                                                     "not supported by this protocol version (only 2025-03-26)"))
@@ -295,6 +297,7 @@ class HttpTransport:
         job = Job(conn, parsed.messages, parsed.errors, parsed.batch, time.time())
         if not requests and not parsed.errors:
             await self.dispatcher.submit(job)
+            self.legacy.save(hs)  # notifications/initialized, before the client hears 202
             await respond(send, 202)
             return
         if not requests:
@@ -303,7 +306,7 @@ class HttpTransport:
         hs.active += 1
         try:
             ident = None if parsed.batch else requests[0].id
-            await self._exchange(receive, send, conn, job, ident, wants_sse, rules.legacy_status, [])
+            await self._exchange(receive, send, conn, job, ident, wants_sse, rules.legacy_status, [], known=hs)
         finally:
             hs.active -= 1
             hs.last_seen = time.monotonic()
@@ -326,10 +329,12 @@ class HttpTransport:
 
     async def _exchange(self, receive: Receive, send: Send, conn: RequestConn, job: Job, ident: int | str | None,
                         wants_sse: bool, status_of: Callable[[Reply], int], extra: list[tuple[bytes, bytes]],
-                        session: HttpSession | None = None) -> Reply | None:
+                        session: HttpSession | None = None, known: HttpSession | None = None) -> Reply | None:
         """Submit one request (or batch) and send back what the dispatcher sends for it: JSON when
         its reply comes first (or the client takes no SSE), else an SSE stream ending with the
-        reply. None when it was cancelled before its reply. A `session` starts once it is answered."""
+        reply. None when it was cancelled before its reply. A `session` starts once it is answered;
+        a `known` one has what the request changed stored before the reply goes out."""
+        save = (lambda: self.legacy.save(known)) if known is not None and self.shared is not None else None
         reply: Reply | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_disconnect, receive, conn.session, ident, nursery.cancel_scope)
@@ -347,12 +352,14 @@ class HttpTransport:
                     self.legacy.add(session)
                 else:
                     extra = [h for h in extra if h[0] != b"mcp-session-id"]
+                if save is not None:
+                    save()
                 await respond(send, status_of(frame), frame.data, headers=extra)
                 reply = frame
             else:
                 if session is not None:
                     self.legacy.add(session)
-                reply = await stream_reply(send, conn, frame, extra)
+                reply = await stream_reply(send, conn, frame, extra, save)
             nursery.cancel_scope.cancel()
         return reply
 
@@ -383,7 +390,7 @@ class HttpTransport:
         if hs is None:
             await respond(send, status, body)
             return
-        if hs.stream is not None:
+        if hs.stream is not None or (self.shared is not None and not self.shared.claim_stream(hs.id)):
             await respond(send, 409, error_response(None, INVALID_REQUEST, "Conflict: this session already has "
                                                     "a GET stream"))
             return
@@ -397,3 +404,23 @@ class HttpTransport:
         self.legacy.end(hs)
         log.info("session ended by the client", session=hs.id)
         await respond(send, 200)
+
+
+def bind_error(cfg: HttpConfig, exc: BaseException) -> ConfigError | None:
+    """A failure to bind `cfg`'s address that only another host or port can fix, as a `ConfigError`."""
+    cause = root_cause(exc)
+    where = f"{cfg.host}:{cfg.port}"
+    if isinstance(cause, socket.gaierror):
+        return ConfigError(f"{cfg.host!r} is not an address this machine can resolve ({cause.strerror})",
+                           setting="http.host")
+    if not isinstance(cause, OSError):
+        return None
+    if cause.errno == errno.EADDRINUSE:
+        return ConfigError(f"{where} is already in use (another server listens there); choose another port "
+                           "with --port or SPECACTOR_HTTP_PORT", setting="http.port")
+    if cause.errno == errno.EADDRNOTAVAIL:
+        return ConfigError(f"{cfg.host} is not an address of this machine", setting="http.host")
+    if cause.errno == errno.EACCES:
+        return ConfigError(f"binding {where} is not permitted (ports below 1024 need privileges)",
+                           setting="http.port")
+    return None

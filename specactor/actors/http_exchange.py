@@ -77,13 +77,17 @@ async def respond(send: Send, status: int, body: bytes = b"", *, content_type: b
     await send({"type": "http.response.body", "body": body})
 
 
-async def stream_reply(send: Send, conn: RequestConn, first: bytes, extra: list[tuple[bytes, bytes]]) -> Reply | None:
-    """An SSE response: `first`, then every frame after it until the reply (None: it was cancelled)."""
+async def stream_reply(send: Send, conn: RequestConn, first: bytes, extra: list[tuple[bytes, bytes]],
+                       before_reply: Callable[[], None] | None = None) -> Reply | None:
+    """An SSE response: `first`, then every frame after it until the reply (None: it was cancelled).
+    `before_reply` runs just before the reply goes out."""
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
     frame: bytes | Reply = first
     reply: Reply | None = None
     try:
         while True:
+            if isinstance(frame, Reply) and before_reply is not None:
+                before_reply()
             data = frame.data if isinstance(frame, Reply) else frame
             await send({"type": "http.response.body", "body": sse_event(data), "more_body": True})
             if isinstance(frame, Reply):

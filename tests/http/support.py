@@ -259,8 +259,11 @@ class Process:
 
 
 def server_env(**extra: str) -> dict[str, str]:
+    """The test's environment without SPECACTOR_* settings, and one HTTP process unless `extra`
+    asks for more (`test_workers` covers several)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECACTOR_")}
     env["PYTHONPATH"] = str(ROOT)
+    env["SPECACTOR_HTTP_WORKERS"] = "1"
     return {**env, **extra}
 
 
