@@ -26,6 +26,7 @@ from specactor.actors.supervisor import ChildSpec
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import ToolError
 from specactor.sqlite.memory_db import close_all, connect, group_commit, in_read_tx
+from specactor.sqlite.vector_cache import VectorCache
 
 log = get_logger("specactor.memory_store")
 T = TypeVar("T")
@@ -57,6 +58,9 @@ class MemoryStoreActor:
         self.readers = readers
         self.mailbox: Mailbox[Read | Write] = Mailbox("memory-store", QUEUE)
         self.commits = 0
+        # The scopes' vectors as numpy matrices, for the searches run on the readers (`memory_db.search`);
+        # each search checks them against its snapshot, so a restart or another process loses nothing.
+        self.vectors = VectorCache()
         # Permanent: it serves as long as the app runs. A restart loses nothing (a write is
         # answered only once committed; letters still queued wait for the next instance) and
         # cannot fail, since opening the database is not part of starting.
@@ -142,6 +146,7 @@ class MemoryStoreActor:
     def _connect(self) -> list[sqlite3.Connection]:
         """On a worker thread: the writer (which migrates), then the readers; none left open on failure."""
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.vectors.clear()  # the file may be another than the one the matrices came from
         conns = [connect(self.db_path, writer=True)]
         try:
             for _ in range(self.readers):

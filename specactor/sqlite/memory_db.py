@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import outcome
@@ -24,7 +24,11 @@ from specactor.domain.memory.api import MemoryEntry, MemorySearchOut, SearchHit
 from specactor.domain.memory.layers import PRECEDENCE, Identifiers, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
 from specactor.domain.memory.schema import SCOPE_SHIFT, pending
+from specactor.sqlite.vector_cache import VectorCache, bump_changed
 from specactor.sqlite.wal_mode import use_wal
+
+if TYPE_CHECKING:
+    from specactor.domain.memory.vectors import Matrix
 
 T = TypeVar("T")
 SCOPE_SPAN = (1 << SCOPE_SHIFT) - 1
@@ -130,8 +134,9 @@ def _unindex(conn: sqlite3.Connection, rowid: int, content: str) -> None:
 
 
 def remove_row(conn: sqlite3.Connection, rowid: int, content: str, orphaned: int) -> None:
-    if not orphaned:  # orphaned pointers already left the index
+    if not orphaned:  # orphaned pointers already left the index (and the vector cache)
         _unindex(conn, rowid, content)
+        bump_changed(conn, rowid)
     conn.execute("DELETE FROM memory_tags WHERE memory = ?", (rowid,))
     conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
 
@@ -152,27 +157,36 @@ def _tag_filter(tags: Sequence[str]) -> tuple[str, list[Any]]:
             f"HAVING count(*) = ?)", [*tags, len(tags)])
 
 
-def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
-    words = scoring.query_words(spec.query)
-    rows = conn.execute("SELECT value FROM counters WHERE name = 'fts_rows'").fetchone()[0]
+def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | None = None) -> MemorySearchOut:
+    """The memories of `spec.scopes` scoring at least `spec.threshold`, by layer precedence then score.
+
+    With `vectors` (the store's cache) and numpy installed, a scope's cosines come from one matrix-vector
+    product (`domain/memory/vectors.py`); otherwise each stored vector is scored in Python. Both
+    answer the same memories, in the same order, with the same scores (to ~1e-15).
+    """
+    lexical_only = spec.mode == "lexical"
+    words = scoring.query_words(spec.query) if spec.mode != "semantic" else []
+    rows = conn.execute("SELECT value FROM counters WHERE name = 'fts_rows'").fetchone()[0] if words else 0
     hits = [conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
                          (scoring.phrase(w),)).fetchone()[0] for w in words]
     live = scoring.words_to_match(words, hits, rows, spec.threshold)
     ideal = scoring.ideal_score(rows, hits)
-    tag_sql, tag_args = _tag_filter(sorted(set(spec.tags)))
-    lexical_only = spec.mode == "lexical"
+    tags = sorted(set(spec.tags))
+    tag_sql, tag_args = _tag_filter(tags)
     need = scoring.lexical_needed(spec.mode, spec.threshold)
     cut = scoring.bm25_cut(need, ideal) * (1 - 1e-9)
     # Hybrid at a threshold above 0.5: a memory the lexical pass did not find cannot reach it, so only
     # the lexical pass's finds are scored by cosine (the same results, without a scan of every vector).
     pruned = spec.mode == "hybrid" and need > 0.0
     found: list[tuple[int, float, int]] = []
+    total = 0
     # Stored vectors are unit length (emb.pack), so with the query's scaled once each cosine is a dot product.
     query = scoring.unit(spec.query_vector) if spec.query_vector is not None and not lexical_only else None
     for layer, key in spec.scopes:
-        scope = scope_id(conn, layer, key, create=False)
-        if scope is None:
+        row = conn.execute("SELECT id, next_seq FROM scopes WHERE layer = ? AND key = ?", (layer, key)).fetchone()
+        if row is None:
             continue
+        scope, next_seq = row
         lo, hi = scope << SCOPE_SHIFT, (scope << SCOPE_SHIFT) | SCOPE_SPAN
         lexical: dict[int, float] = {}
         if live and spec.mode != "semantic":
@@ -181,6 +195,13 @@ def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
                     f"AND ? AND bm25(memory_fts) <= ?{tag_sql}", (scoring.match_expression(live), lo, hi, -cut,
                                                                    *tag_args)):
                 lexical[rowid] = scoring.lexical_score(bm25, ideal)
+        matrix = (vectors.matrix(conn, scope, next_seq, len(query))
+                  if vectors is not None and query and not pruned else None)
+        if matrix is not None and query is not None:
+            count, best = _scan(conn, spec, matrix, query, lexical, tags, lo, hi)
+            total += count
+            found += [(PRECEDENCE[layer], -score, -rowid) for score, rowid in best]
+            continue
         semantic: dict[int, float] = {}
         if query is not None and (lexical or not pruned):
             where, args = (("rowid IN (SELECT value FROM json_each(?))", [_json(sorted(lexical))]) if pruned
@@ -192,15 +213,58 @@ def search(conn: sqlite3.Connection, spec: SearchSpec) -> MemorySearchOut:
             score = scoring.fuse(spec.mode, lexical.get(rowid, 0.0), semantic.get(rowid, 0.0))
             if score >= spec.threshold and score > 0.0:
                 found.append((PRECEDENCE[layer], -score, -rowid))
+                total += 1
     found.sort()
     chosen = [-r for _, _, r in found[:spec.limit]]
     by_row = {r[0]: r for r in conn.execute(
         f"SELECT rowid, id, content, layer, tags FROM memories WHERE rowid IN ({', '.join('?' * len(chosen))})",
         chosen)} if chosen else {}
+    if vectors is not None and len(by_row) < len(chosen):  # a row the cache holds is gone: not our write's
+        vectors.clear()
+        return search(conn, spec, None)
     results = [SearchHit(memory_id=by_row[-r][1], content=by_row[-r][2], layer=by_row[-r][3], score=-s,
                          tags=msgspec.json.decode(by_row[-r][4])) for _, s, r in found[:spec.limit]]
-    return MemorySearchOut(results=results, total_count=len(found),
+    return MemorySearchOut(results=results, total_count=total,
                            searched_layers=list(dict.fromkeys(layer for layer, _ in spec.scopes)))
+
+
+def _scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: list[float],
+          lexical: dict[int, float], tags: list[str], lo: int, hi: int) -> tuple[int, list[tuple[float, int]]]:
+    """One scope's count and best `spec.limit` (score, rowid) pairs, in semantic or (unpruned) hybrid mode,
+    scoring every vector at once; the rows with words but no vector score as the Python path scores them."""
+    import numpy as np
+
+    from specactor.domain.memory import vectors as vec
+
+    rows = np.arange(len(matrix), dtype=np.intp)
+    if tags:
+        marks = ", ".join("?" * len(tags))
+        tagged = [r for (r,) in conn.execute(
+            f"SELECT memory FROM memory_tags WHERE tag IN ({marks}) AND memory BETWEEN ? AND ? GROUP BY memory "
+            "HAVING count(*) = ? ORDER BY memory", [*tags, lo, hi, len(tags)])]
+        rows = matrix.index_of(tagged)[0]
+    q64 = np.asarray(query, dtype=np.float64)
+    # Unclipped below 0: a row whose cosine is clearly negative is clearly out (score 0), and is not
+    # rescored as one within the float32 error of the threshold 0 would be.
+    dots = matrix.dots(q64.astype(np.float32))[rows]
+    approx: Any = np.minimum(dots, 1.0)
+    lex = np.zeros(rows.shape[0], dtype=np.float64)
+    rest: list[tuple[float, int]] = []  # rows with words and no vector of the query's length
+    if spec.mode == "hybrid":
+        at, missing = matrix.index_of(list(lexical))
+        where = np.searchsorted(rows, at)  # `rows` is sorted and holds every row the lexical pass found
+        lex[where] = [lexical[int(r)] for r in matrix.rowids[at]]
+        approx = np.where(lex > 0.0, (lex + vec.clip(dots)) / 2.0, approx / 2.0)
+        rest = [(scoring.fuse("hybrid", lexical[r], 0.0), r) for r in missing]
+
+    def exact(picked: vec.Indices) -> vec.Doubles:
+        scores = vec.clip(matrix.exact(rows[picked], q64))
+        return (lex[picked] + scores) / 2.0 if spec.mode == "hybrid" else scores
+
+    count, best = vec.select(approx, matrix.rowids[rows], exact, threshold=spec.threshold, limit=spec.limit,
+                             error=vec.margin(matrix.dims))
+    passing = [(s, r) for s, r in rest if s >= spec.threshold and s > 0.0]
+    return count + len(passing), best + passing
 
 
 # ---------------------------------------------------------------------- sync state (worker threads only)
@@ -247,6 +311,7 @@ def apply_sync(conn: sqlite3.Connection, job: SyncApply, known: EntriesAt | None
                            (item_id,)).fetchone()
         if row is not None and not row[2]:
             _unindex(conn, row[0], row[1])
+            bump_changed(conn, row[0])
             meta = msgspec.json.decode(row[3])
             meta.setdefault("knowledgePointer", {})["isOrphaned"] = True
             conn.execute("UPDATE memories SET orphaned = 1, metadata = ?, updated_at = ? WHERE rowid = ?",

@@ -154,7 +154,7 @@ def register(registry: Registry, services: Services) -> None:
         spec = SearchSpec(args.query, scopes, args.limit, args.threshold, args.tags, settings.mode,
                           await vector(args.query))
         await up(store.spec)
-        return await store.read(lambda conn: search(conn, spec))
+        return await store.read(lambda conn: search(conn, spec, store.vectors))
 
     @registry.tool("memory_delete", description="Forget a memory by its memoryId.", input=m.MemoryDeleteIn,
                    output=m.MemoryDeleteOut, toolset=TOOLSET)
