@@ -140,6 +140,18 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class PoolConfig(_Base, frozen=True):
+    """The worker processes CPU-heavy tool work runs in (`actors/worker_pool.py`)."""
+
+    workers: Annotated[int, Meta(ge=0)] | None = None  # default: the cores this process may use; 0: none
+    idle_timeout: Seconds = 120.0  # an idle worker exits after this long
+    queue: Positive = 1024  # jobs that may wait for a worker; past that they run in-process
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers if self.workers is not None else available_cores()
+
+
 class Config(_Base, frozen=True):
     root: str = "."
     log_level: LogLevel = "info"
@@ -156,6 +168,7 @@ class Config(_Base, frozen=True):
     emergent: EmergentConfig = EmergentConfig()
     graph: GraphConfig = GraphConfig()
     http: HttpConfig = HttpConfig()
+    pool: PoolConfig = PoolConfig()
     memory: MemoryConfig = MemoryConfig()
     knowledge: KnowledgeConfig = KnowledgeConfig()
     openspec: OpenSpecConfig = OpenSpecConfig()
@@ -232,6 +245,9 @@ ENV: dict[str, str] = {
     "SPECACTOR_HTTP_PORT": "http.port",
     "SPECACTOR_HTTP_TOKEN": "http.token",
     "SPECACTOR_HTTP_WORKERS": "http.workers",
+    "SPECACTOR_POOL_WORKERS": "pool.workers",
+    "SPECACTOR_POOL_IDLE_TIMEOUT": "pool.idle_timeout",
+    "SPECACTOR_POOL_QUEUE": "pool.queue",
     "SPECACTOR_MEMORY_DB": "memory.db",
     "SPECACTOR_MEMORY_MODE": "memory.mode",
     "SPECACTOR_MEMORY_USER_ID": "memory.user_id",

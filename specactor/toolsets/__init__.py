@@ -26,6 +26,7 @@ from specactor.protocol.registry import Registry
 if TYPE_CHECKING:
     from specactor.actors.graph_sync import GraphSync
     from specactor.actors.memory_actors import MemoryActors
+    from specactor.actors.worker_pool import WorkerPool
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,14 @@ class Services:
         from specactor.actors.memory_actors import MemoryActors
 
         return MemoryActors.from_config(self.config, self.feed)
+
+    @cached_property
+    def pool(self) -> WorkerPool:
+        """The worker pool for CPU-heavy tasks (started on first use: `supervisor.ensure(pool.spec)`)."""
+        from specactor.actors.worker_pool import WorkerPool
+
+        cfg = self.config.pool
+        return WorkerPool(cfg.worker_count, self.runtime, idle_timeout=cfg.idle_timeout, queue=cfg.queue)
 
     @cached_property
     def graph(self) -> GraphSync:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -20,10 +20,10 @@ from specactor.actors.knowledge_reader import GitFailed, RepoMissing
 from specactor.actors.memory_actors import embeddings_endpoint
 from specactor.actors.storage import Tx
 from specactor.actors.supervisor import ChildSpec
+from specactor.concurrency.tasks import Task
 from specactor.config import Config
 from specactor.domain.changes import Change
 from specactor.domain.knowledge import api as k
-from specactor.domain.knowledge.check import check
 from specactor.domain.knowledge.sync import MANIFEST, Snapshot, manifest_bytes
 from specactor.domain.memory import api as m
 from specactor.domain.memory.embeddings import pack
@@ -42,11 +42,13 @@ from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import NotFound, ProviderError, ToolError
 from specactor.protocol.registry import Registry
 from specactor.sqlite.memory_db import delete_memory, insert_memory, load_sync, search
+from specactor.toolsets import knowledge_tasks
 
 if TYPE_CHECKING:
     from specactor.toolsets import Services
 
 TOOLSET = "memory"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,11 @@ def register(registry: Registry, services: Services) -> None:
         published(removed=(f"memory/{args.memory_id}",))
         return m.MemoryDeleteOut(memory_id=args.memory_id, deleted=True, message="memory deleted")
 
+    async def heavy(task: Task[Snapshot, T], snap: Snapshot, *args: Any) -> T:
+        """`task` on `snap`, through the worker pool (in-process when nothing else is heavy)."""
+        await up(services.pool.spec)
+        return await services.pool.call(task, knowledge_tasks.snapshot_key(workspace, snap), snap, *args)
+
     async def snapshot() -> Snapshot:
         await up(reader.spec)
         try:
@@ -177,7 +184,7 @@ def register(registry: Registry, services: Services) -> None:
                    input=k.KnowledgeQueryIn, output=k.KnowledgeQueryOut, toolset=TOOLSET)
     async def knowledge_query(args: k.KnowledgeQueryIn, ctx: RequestContext) -> k.KnowledgeQueryOut:
         snap = await snapshot()
-        items, total = snap.index().query(args)
+        items, total = await heavy(knowledge_tasks.QUERY, snap, args)
         return k.KnowledgeQueryOut(items=items, total_count=total, problems=snap.problems)
 
     @registry.tool("knowledge_show", description="One knowledge item in full, with its constraints and, on "
@@ -212,7 +219,7 @@ def register(registry: Registry, services: Services) -> None:
             items = snap.binding(settings.identifiers(ctx))
         files = [(f.path, f.content) for f in args.files] if args.files is not None else None
         deps = [(d.name, d.version) for d in args.dependencies] if args.dependencies is not None else None
-        found = await services.runtime.run_sync(check, items, files, deps, args.min_severity)
+        found = await heavy(knowledge_tasks.CHECK, snap, [i.id for i in items], files, deps, args.min_severity)
         return k.KnowledgeCheckOut(passed=found.passed, violations=found.violations, summary=found.summary,
                                    problems=snap.problems, invalid_constraints=found.invalid)
 

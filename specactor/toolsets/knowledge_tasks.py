@@ -1,0 +1,44 @@
+"""The knowledge tools' CPU-heavy work as pool tasks (`concurrency/tasks.py`): checking files
+against constraints, and querying the items. Their shared state is a knowledge snapshot: a
+worker gets its items once per tree, builds its own query index, and keeps both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from specactor.concurrency.tasks import Task
+from specactor.domain.knowledge.api import Item, ItemSummary, KnowledgeQueryIn, Severity
+from specactor.domain.knowledge.check import Checked, check
+from specactor.domain.knowledge.sync import Snapshot
+
+_items = msgspec.msgpack.Decoder(list[Item])
+
+
+def snapshot_key(root: str, snap: Snapshot) -> str | None:
+    """The cache key of `snap` (None: a snapshot of no tree, never shipped)."""
+    return f"knowledge:{root}:{snap.tree}" if snap.tree else None
+
+
+def _dump(snap: Snapshot) -> bytes:
+    return msgspec.msgpack.encode(list(snap.items.values()))
+
+
+def _load(data: bytes) -> Snapshot:
+    return Snapshot(commit=None, tree=None, items={item.id: item for item in _items.decode(data)})
+
+
+def _check(snap: Snapshot, ids: Sequence[str], files: Sequence[tuple[str, str]] | None,
+           dependencies: Sequence[tuple[str, str | None]] | None, min_severity: Severity) -> Checked:
+    return check([snap.items[i] for i in ids], files, dependencies, min_severity)
+
+
+def _query(snap: Snapshot, args: KnowledgeQueryIn) -> tuple[list[ItemSummary], int]:
+    return snap.index().query(args)
+
+
+CHECK: Task[Snapshot, Checked] = Task("knowledge_check", _check, _load, _dump, Checked)
+QUERY: Task[Snapshot, tuple[list[ItemSummary], int]] = Task("knowledge_query", _query, _load, _dump,
+                                                            tuple[list[ItemSummary], int])
