@@ -8,6 +8,11 @@ call and saw every commit made before it, and a hundred concurrent calls cost at
 A sync that wrote or orphaned pointers is published on the change feed once, after its commit
 (toolset and kind `knowledge`, the items' paths in the knowledge repository); then its manifest
 goes to the first caller's `publish`, still in turn with other syncs.
+
+With an embeddings client, a sync embeds the pointers it writes, as memory_add embeds a memory, and
+those an earlier sync had to write without a vector (at most BACKFILL a sync); the vectors go in the
+sync's own transaction. An endpoint that fails or takes longer than its timeout costs the sync no
+more than that: the pointers are written without vectors, and the next sync embeds them.
 """
 
 from __future__ import annotations
@@ -21,21 +26,34 @@ from typing import Any
 import trio
 
 from specactor.actors.change_feed import ChangeFeed
+from specactor.actors.embeddings import EMBED_BATCH, EmbeddingsClient
 from specactor.actors.knowledge_reader import KnowledgeReader
-from specactor.actors.mailbox import Letter, Mailbox
+from specactor.actors.mailbox import ActorError, Letter, Mailbox
 from specactor.actors.memory_store import MemoryStoreActor
 from specactor.actors.storage import atomic_write
 from specactor.actors.supervisor import ChildSpec
 from specactor.domain.changes import Change
 from specactor.domain.knowledge import sync as plans
-from specactor.domain.knowledge.sync import SyncApply
+from specactor.domain.knowledge.sync import Backfill, SyncApply
+from specactor.domain.memory.embeddings import pack
+from specactor.logsetup import get_logger
 from specactor.protocol.errors import ToolError
-from specactor.sqlite.memory_db import EntriesAt, ItemsAt, SyncConflict, apply_sync, load_sync, now_iso
+from specactor.sqlite.memory_db import (
+    EntriesAt,
+    ItemsAt,
+    SyncConflict,
+    apply_sync,
+    load_sync,
+    now_iso,
+    unembedded_pointers,
+)
 
 SyncResult = tuple[plans.Plan, str | None, float, dict[str, Any]]  # plan, commit synced, ms, manifest
 Publish = Callable[[dict[str, Any]], Awaitable[None]]
 QUEUE = 256  # one letter per sync_now call waiting; they share the next sync
 CALL_TIMEOUT = 300.0  # a first sync of a large repository parses every item
+BACKFILL = 4 * EMBED_BATCH  # pointers left without a vector embedded per sync, at most
+log = get_logger("specactor.knowledge_sync")
 
 
 @dataclass(frozen=True)
@@ -49,12 +67,14 @@ class KnowledgeSync:
     """Args:
         reader: the knowledge repository. store: the memory database (both running).
         feed, workspace: where a sync that changed items is published, naming the server's root.
+        embeddings: the client that embeds the pointers (running when a sync is asked for), or None.
     """
 
     def __init__(self, reader: KnowledgeReader, store: MemoryStoreActor, *, feed: ChangeFeed | None = None,
-                 workspace: str = "") -> None:
+                 workspace: str = "", embeddings: EmbeddingsClient | None = None) -> None:
         self.reader = reader
         self.store = store
+        self.embeddings = embeddings
         self.feed = feed
         self.workspace = workspace
         self.mailbox: Mailbox[Sync] = Mailbox("knowledge-sync", QUEUE)
@@ -128,7 +148,9 @@ class KnowledgeSync:
         parsed = await reader.parse(listing, examine)
         examined = {p: (parsed[p], plans.sync_hash(p, listing[p].encode())) for p in examine}
         plan = plans.plan(record.items, listing, examined, force=force)
-        job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000)
+        vectors, backfill = await self._embed(plan)
+        job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000,
+                        vectors, backfill)
         entries_at = self._entries_at
         try:
             revision, entries = await self.store.write(lambda conn: apply_sync(conn, job, entries_at))
@@ -149,6 +171,31 @@ class KnowledgeSync:
             manifest = plans.manifest(entries, commit, now_iso())
             self._manifest = (entries, commit, manifest)
         return plan, commit, (time.perf_counter() - started) * 1000, manifest
+
+    async def _embed(self, plan: plans.Plan) -> tuple[dict[str, bytes], list[Backfill]]:
+        """Vectors for the plan's pointers and for those still without one; none when the endpoint fails."""
+        client = self.embeddings
+        if client is None:
+            return {}, []
+        late = await self.store.read(lambda conn: unembedded_pointers(conn, BACKFILL))
+        texts, ids, late = plans.to_embed(plan, late)
+        found: list[list[float]] = []
+        # A stalled endpoint delays the sync by its timeout at most, not by the client's retries.
+        with trio.move_on_after(client.endpoint.timeout) as budget:
+            try:
+                for start in range(0, len(texts), EMBED_BATCH):
+                    found += await client.embed(texts[start:start + EMBED_BATCH])
+            except (ToolError, ActorError) as exc:
+                log.warning("pointers written without vectors; the next sync embeds them",
+                            error=f"{type(exc).__name__}: {exc}", texts=len(texts), embedded=len(found))
+                return {}, []
+        if budget.cancelled_caught:
+            log.warning("pointers written without vectors; the next sync embeds them",
+                        error="the embeddings endpoint did not answer in time", texts=len(texts))
+            return {}, []
+        packed = [pack(v) for v in found]
+        return dict(zip(ids, packed[:len(ids)], strict=True)), [Backfill(u.rowid, u.content, v) for u, v in
+                                                      zip(late, packed[len(ids):], strict=True)]
 
     async def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Write `manifest.json` into the knowledge folder (atomically, and only when it changed)."""

@@ -29,14 +29,17 @@ class MemoryActors:
         db_path, knowledge_root: the SQLite file and the knowledge repository.
         embeddings: the endpoint of the semantic and hybrid modes, or None.
         feed, workspace: where committed writes are published, naming the server's root.
+        embed_pointers: whether a sync embeds its pointer memories (lexical mode does not: nothing
+            would read the vectors).
     """
 
     def __init__(self, db_path: Path, knowledge_root: Path, *, embeddings: EmbeddingsEndpoint | None = None,
-                 feed: ChangeFeed | None = None, workspace: str = "") -> None:
+                 feed: ChangeFeed | None = None, workspace: str = "", embed_pointers: bool = True) -> None:
         self.store = MemoryStoreActor(db_path)
         self.embeddings = EmbeddingsClient(embeddings) if embeddings is not None else None
         self.reader = KnowledgeReader(knowledge_root)
-        self.sync = KnowledgeSync(self.reader, self.store, feed=feed, workspace=workspace)
+        self.sync = KnowledgeSync(self.reader, self.store, feed=feed, workspace=workspace,
+                                  embeddings=self.embeddings if embed_pointers else None)
 
     @property
     def specs(self) -> list[ChildSpec]:
@@ -56,8 +59,10 @@ class MemoryActors:
     @classmethod
     def from_config(cls, config: Config, feed: ChangeFeed | None = None) -> MemoryActors:
         """The actors `config` asks for: its memory database, knowledge repository and embeddings endpoint."""
-        return cls(config.memory_db_path, config.knowledge_repo_path, embeddings=embeddings_endpoint(config),
-                   feed=feed, workspace=str(config.root_path))
+        endpoint = embeddings_endpoint(config)
+        mode = config.memory.mode or ("hybrid" if endpoint else "lexical")  # as the memory toolset reads it
+        return cls(config.memory_db_path, config.knowledge_repo_path, embeddings=endpoint, feed=feed,
+                   workspace=str(config.root_path), embed_pointers=mode != "lexical")
 
 
 def embeddings_endpoint(config: Config) -> EmbeddingsEndpoint | None:

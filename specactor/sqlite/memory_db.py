@@ -303,7 +303,7 @@ def apply_sync(conn: sqlite3.Connection, job: SyncApply, known: EntriesAt | None
         raise SyncConflict("another sync finished first; run sync_now again")
     stamp = now_iso()
     for item, digest in job.plan.upserts:
-        _upsert_pointer(conn, item, job.company_id, stamp)
+        _upsert_pointer(conn, item, job.company_id, stamp, job.vectors.get(item.id))
         conn.execute("INSERT OR REPLACE INTO knowledge_items (id, path, hash, entry) VALUES (?, ?, ?, ?)",
                      (item.id, item.path, digest, _json(plans.manifest_entry(item))))
     for item_id in job.plan.orphans:
@@ -317,6 +317,10 @@ def apply_sync(conn: sqlite3.Connection, job: SyncApply, known: EntriesAt | None
             conn.execute("UPDATE memories SET orphaned = 1, metadata = ?, updated_at = ? WHERE rowid = ?",
                          (_json(meta), stamp, row[0]))
         conn.execute("DELETE FROM knowledge_items WHERE id = ?", (item_id,))
+    for late in job.backfill:  # unless the pointer was rewritten or orphaned since it was read
+        if conn.execute("UPDATE memories SET embedding = ? WHERE rowid = ? AND content = ? AND embedding IS NULL "
+                        "AND orphaned = 0", (late.vector, late.rowid, late.content)).rowcount:
+            bump_changed(conn, late.rowid)
     p = job.plan
     stats = msgspec.json.decode(record[1], type=SyncStats)
     stats.avg_sync_duration_ms = (stats.avg_sync_duration_ms * stats.total_syncs + job.duration_ms) / (
@@ -337,7 +341,15 @@ def load_sync_header(conn: sqlite3.Connection) -> tuple[int, str]:
     return int(row[0]), str(row[1])
 
 
-def _upsert_pointer(conn: sqlite3.Connection, item: Item, company_id: str, stamp: str) -> None:
+def unembedded_pointers(conn: sqlite3.Connection, limit: int) -> list[plans.Unembedded]:
+    """Up to `limit` live pointer memories without a vector (their sync could not reach the endpoint)."""
+    return [plans.Unembedded(*row) for row in conn.execute(
+        "SELECT rowid, knowledge_id, content FROM memories WHERE knowledge_id IS NOT NULL AND embedding IS NULL "
+        "AND orphaned = 0 ORDER BY rowid LIMIT ?", (limit,))]
+
+
+def _upsert_pointer(conn: sqlite3.Connection, item: Item, company_id: str, stamp: str,
+                    embedding: bytes | None = None) -> None:
     idents = plans.pointer_identifiers(item, company_id)
     layer = plans.pointer_layer(item)
     row = conn.execute("SELECT rowid, content, orphaned, id, created_at FROM memories WHERE knowledge_id = ?",
@@ -347,7 +359,7 @@ def _upsert_pointer(conn: sqlite3.Connection, item: Item, company_id: str, stamp
     insert_memory(conn, NewMemory(
         content=plans.pointer_content(item), layer=layer,
         scope_key=scope_key(layer, msgspec.convert(idents, Identifiers)), identifiers=idents, tags=item.tags,
-        metadata=plans.pointer_metadata(item, stamp), knowledge_id=item.id,
+        metadata=plans.pointer_metadata(item, stamp), embedding=embedding, knowledge_id=item.id,
         memory_id=row[3] if row else None, created_at=row[4] if row else None))
 
 

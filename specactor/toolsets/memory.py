@@ -227,7 +227,7 @@ def register(registry: Registry, services: Services) -> None:
                    "synced commit, or everything with force.", input=k.SyncNowIn, output=k.SyncNowOut,
                    toolset=TOOLSET)
     async def sync_now(args: k.SyncNowIn, ctx: RequestContext) -> k.SyncNowOut:
-        await up(store.spec, reader.spec, sync.spec)
+        await up(store.spec, reader.spec, sync.spec, *([embedder.spec] if embedder is not None else []))  # it embeds
         try:
             plan, commit, ms, _ = await sync.sync(force=args.force, company_id=settings.company_id,
                                                   publish=write_manifest)

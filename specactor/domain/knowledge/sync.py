@@ -10,7 +10,7 @@ may change layer); a rename that changes the id is a delete plus an add.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +183,36 @@ class SyncApply:
     commit: str | None
     company_id: str
     duration_ms: float
+    vectors: Mapping[str, bytes] = field(default_factory=dict)  # item id -> its new pointer's packed vector
+    backfill: Sequence[Backfill] = ()  # vectors for pointers written without (the endpoint was down)
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """A vector for a pointer memory written without one, set only if the row still holds `content`."""
+
+    rowid: int
+    content: str
+    vector: bytes
+
+
+@dataclass(frozen=True)
+class Unembedded:
+    """A live pointer memory without a vector."""
+
+    rowid: int
+    knowledge_id: str
+    content: str
+
+
+def to_embed(plan: Plan, unembedded: Iterable[Unembedded]) -> tuple[list[str], list[str], list[Unembedded]]:
+    """What a sync asks the embeddings endpoint for: the texts (the new pointers' first, then those of the
+    pointers still without a vector that the plan does not rewrite), the ids of the new pointers' items,
+    and the pointers to backfill, in the texts' order."""
+    rewritten = {item.id for item, _ in plan.upserts}
+    ids = [item.id for item, _ in plan.upserts]
+    late = [u for u in unembedded if u.knowledge_id not in rewritten]
+    return [pointer_content(item) for item, _ in plan.upserts] + [u.content for u in late], ids, late
 
 
 @dataclass
