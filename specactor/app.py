@@ -236,7 +236,7 @@ def check_public_bind(cfg: HttpConfig) -> None:
 class WorkerRole:
     """What a worker process of `serve --http --workers N` has from its parent (`http_worker`).
 
-    fd: the listening socket the parent bound. run_dir: the parent's runtime folder (the shared
+    fd: this worker's listening socket, on the port the parent holds. run_dir: the parent's runtime folder (the shared
     session table, the metrics snapshots). ready: tells the parent this worker serves, with its
     tool count. parent_gone: returns once the parent has exited.
     """

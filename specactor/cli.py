@@ -182,9 +182,11 @@ def worker_main() -> int:
     peer._ids = itertools.count((handoff.index + 1) << 40)
     built = application.build(config, hw.imported(handoff.extra), name=handoff.name or SERVER_NAME)
     built.core.signer = StateSigner(bytes.fromhex(handoff.secret))  # a requestState opens on any worker
-    role = application.WorkerRole(handoff.fd, Path(handoff.run_dir), handoff.index,
-                                  lambda tools: hw.answer(hw.Ready(tools=tools)), hw.parent_gone)
     try:
+        http = msgspec.structs.replace(config.http, port=handoff.port)
+        sock = hw.bind(http, listen=True)  # beside the parent's and the other workers' (SO_REUSEPORT)
+        role = application.WorkerRole(sock.fileno(), Path(handoff.run_dir), handoff.index,
+                                      lambda tools: hw.answer(hw.Ready(tools=tools)), hw.parent_gone)
         status: int = trio.run(application.serve_http, built, role)
         return status
     except KeyboardInterrupt:  # pragma: no cover

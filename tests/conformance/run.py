@@ -1,6 +1,6 @@
 """Run the official MCP conformance suite against the fixture server, in three configurations.
 
-    python3 -m tests.conformance.run [--config all|0.1.16|2025|2026] [--keep]
+    python3 -m tests.conformance.run [--config all|0.1.16|2025|2026] [--workers N] [--keep]
 
     0.1.16  @modelcontextprotocol/conformance@0.1.16 --suite all
     2025    @modelcontextprotocol/conformance@0.2.0-alpha.12 --requirements 2025-11-25
@@ -9,7 +9,8 @@
 Each suite version lives in its own npm project under `<repo>/.conformance/<install>/` (`v0116`,
 `alpha`) together with `node@22` (the suite needs Node >= 22); an install already at the right
 versions is reused, so the registry is only needed the first time. For every configuration a
-fresh fixture server (`python -m specactor.testing.everything --http --port 0`) is started,
+fresh fixture server (`python -m specactor.testing.everything --http --port 0 --workers N`, one
+process unless `--workers` asks for more) is started,
 the suite runs against it, and the server is stopped with SIGTERM (it must exit 0).
 
 Results go to `.conformance/<install>/out-<config>/` (the suite's `server-<scenario>-<time>/
@@ -150,9 +151,10 @@ def node_env(directory: Path) -> dict[str, str]:
 class FixtureServer:
     """`python -m specactor.testing.everything --http --port 0` with its log teed to a file."""
 
-    def __init__(self, log_path: Path, root: Path) -> None:
+    def __init__(self, log_path: Path, root: Path, workers: int = 1) -> None:
         self.log_path = log_path
         self.root = root
+        self.workers = workers
         self.proc: subprocess.Popen[bytes] | None = None
         self._urls: queue.Queue[str | None] = queue.Queue()
         self._reader: threading.Thread | None = None
@@ -162,7 +164,7 @@ class FixtureServer:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "specactor.testing.everything", "--http", "--port", "0", "--root", str(self.root),
-             "--no-session-log"],
+             "--no-session-log", "--workers", str(self.workers)],
             cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert self.proc.stdout is not None
         self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
@@ -219,7 +221,7 @@ class FixtureServer:
 
 # ---------------------------------------------------------------------------- results
 
-def run_configuration(config: Configuration, keep: bool) -> Outcome:
+def run_configuration(config: Configuration, keep: bool, workers: int = 1) -> Outcome:
     outcome = Outcome(config)
     directory = BASE / config.install
     out = directory / f"out-{config.key}"
@@ -232,7 +234,7 @@ def run_configuration(config: Configuration, keep: bool) -> Outcome:
         return outcome
     started, output = time.monotonic(), ""
     with tempfile.TemporaryDirectory(prefix="specactor-conformance-") as root:
-        server = FixtureServer(out / "server.log", Path(root))
+        server = FixtureServer(out / "server.log", Path(root), workers)
         try:
             url = server.start()
             cmd = ["npx", "--no", "conformance", "server", "--url", url, *config.args, "-o", str(out)]
@@ -272,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tests.conformance.run", description=__doc__.split("\n")[0])
     parser.add_argument("--config", choices=["all", *(c.key for c in CONFIGURATIONS)], default="all")
     parser.add_argument("--keep", action="store_true", help="keep the raw results of configurations that passed")
+    parser.add_argument("--workers", type=int, default=1, help="HTTP worker processes of the fixture server "
+                        "(default: 1)")
     args = parser.parse_args(argv)
     chosen = [c for c in CONFIGURATIONS if args.config in ("all", c.key)]
     try:
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     for config in chosen:
         print(f"conformance: {config.key}: {config.label}", flush=True)
-        outcomes.append(run_configuration(config, args.keep))
+        outcomes.append(run_configuration(config, args.keep, args.workers))
     print_table(outcomes)
     summary = BASE / "summary.md"
     write_markdown(outcomes, summary)
