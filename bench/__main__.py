@@ -13,7 +13,7 @@ the install outlasts 600 s (`--quick`: 120 s; TS_INSTALL_TIMEOUT), its rows are 
 out with one line saying why (`TS SDK peer: SKIPPED — ...`, also in latest.md).
 
 Exit codes: 0 every gate passed (or `--no-gates`); 1 a gate failed (named on stderr); reported
-targets (verdict MET / MISSED) never fail the run; 2 the harness itself broke (a server died, hung,
+targets (verdict MET / MISSED; SMOKE with --quick) never fail the run; 2 the harness itself broke (a server died, hung,
 or answered wrongly; a toolset workload crashed or timed out).
 """
 
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
                 gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
                 loadavg_start=loadavg_start, toolsets=toolsets, pertool=pertool, iowait=iowait,
-                openloop=openloop, skipped=skipped)
+                openloop=openloop, skipped=skipped, quick=args.quick)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot
