@@ -5,6 +5,8 @@ it in real worker processes."""
 
 from __future__ import annotations
 
+import itertools
+
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,6 +31,7 @@ deps = st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(["mysql2", "expre
                                                st.one_of(st.none(), st.just("1.0.0"))), max_size=3))
 rules = st.lists(st.sampled_from(GOLDEN), min_size=1, max_size=8)
 severities = st.sampled_from(["info", "warn", "block"])
+KEYS = itertools.count()
 
 
 def snapshot_of(items: list[Item]) -> Snapshot:
@@ -36,8 +39,9 @@ def snapshot_of(items: list[Item]) -> Snapshot:
 
 
 def worker_answer(task: Task[Snapshot, object], snap: Snapshot, *args: object) -> object:
-    """What a worker that did not hold the snapshot answers, decoded as the pool decodes it."""
-    return task.decode(perform(task, f"test:{id(snap)}", task.dump(snap), args))
+    """What a worker that did not hold the snapshot answers, decoded as the pool decodes it (a
+    key of its own each time: a key names one state for good, as a git tree does)."""
+    return task.decode(perform(task, f"test:{next(KEYS)}", task.dump(snap), args))
 
 
 @given(groups=st.lists(st.tuples(rules, severities), min_size=1, max_size=4), given_files=files,
