@@ -18,6 +18,10 @@ The TS SDK peer serves the 2025-11-25 era only, as two servers: `ts` with sessio
    around each loop. The sessions are then ended (DELETE) and the connections closed;
 4. peak RSS (VmHWM), then SIGTERM and the exit code.
 
+A server may answer from child processes (`specactor --http --workers N`): CPU and RSS are
+summed over its process tree (`HttpServer.tree`, found from /proc/*/stat once per level, as
+workers live as long as the server); RSS so counts a shared page in every process that maps it.
+
 Keep-alive connections idle longer than `STALE_S` (hypercorn and uvicorn drop them after
 5 s) are reopened, untimed, before a loop. The client's garbage collector is off while
 measuring (collected between loops).
@@ -132,6 +136,24 @@ class HttpServer:
     def stderr_tail(self) -> str:
         return b"".join(self._tail)[-4000:].decode(errors="replace")
 
+    def tree(self) -> list[int]:
+        """This server's pid and every process below it."""
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        stat = f.read()
+                except OSError:
+                    continue  # exited meanwhile
+                children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
+        found, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        return found
+
     def fail(self, what: str) -> HarnessError:
         return HarnessError(f"{self.spec.label} over HTTP (pid {self.pid}): {what}\n--- stderr tail ---\n"
                             f"{self.stderr_tail()}")
@@ -153,6 +175,15 @@ class HttpServer:
             code = None
         self._drain.join(2)
         return code
+
+
+def _summed(read: Callable[[int], float], pids: list[int]) -> float:
+    """`read` summed over `pids`, skipping any that has exited."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError, KeyError):
+            total += read(pid)
+    return total
 
 
 def _targets(specs: list[ServerSpec]) -> list[Target]:
@@ -213,7 +244,7 @@ def measure_http(specs: list[ServerSpec], cfg: HttpConfig, progress: Callable[[s
         time.sleep(cfg.idle)
         for run in runs.values():
             if run.target.server == run.target.key:
-                run.idle_rss_mb = procstat.rss_mb(servers[run.target.server].pid)
+                run.idle_rss_mb = _summed(procstat.rss_mb, servers[run.target.server].tree())
         gc.collect()
         gc.disable()
         try:
@@ -223,7 +254,7 @@ def measure_http(specs: list[ServerSpec], cfg: HttpConfig, progress: Callable[[s
             gc.enable()
         for run in runs.values():
             if run.target.server == run.target.key:
-                run.peak_rss_mb = procstat.peak_rss_mb(servers[run.target.server].pid)
+                run.peak_rss_mb = _summed(procstat.peak_rss_mb, servers[run.target.server].tree())
     return runs
 
 
@@ -247,13 +278,14 @@ def _level(c: int, targets: list[Target], runs: dict[str, HttpRun], servers: dic
         for t in targets:
             _loop(pools[t.key], servers[t.server], t, cfg.warmup_s, cfg)
         level = {t.key: runs[t.key].levels.setdefault(c, Level()) for t in targets}
+        trees = {key: server.tree() for key, server in servers.items()}
         for _ in range(cfg.rounds):
             for t in targets:
                 server = servers[t.server]
-                cpu0 = procstat.cpu_seconds(server.pid)
+                cpu0 = _summed(procstat.cpu_seconds, trees[t.server])
                 result = _loop(pools[t.key], server, t, cfg.slice_s, cfg)
                 lv = level[t.key]
-                lv.server_cpu_s += procstat.cpu_seconds(server.pid) - cpu0
+                lv.server_cpu_s += _summed(procstat.cpu_seconds, trees[t.server]) - cpu0
                 lv.client_cpu_s += result.client_cpu_s
                 lv.wall_s += result.wall_ns / 1e9
                 lv.latencies_ms += [ns / 1e6 for ns in result.latencies_ns]

@@ -91,7 +91,8 @@ def table(http: dict[str, Any], gates: list[GateResult], num: Any, fmt_ratio: An
         lines.append("| " + " | ".join(row) + " |")
     lines += [
         "",
-        "Startup and RSS are per server process (one process serves both eras). CPU per call: server "
+        "Startup and RSS are per server (one server serves both eras). Server CPU and RSS are summed over "
+        "the server's process tree (specactor's HTTP workers included). CPU per call: server "
         "utime+stime (/proc, 10 ms ticks) and the client's `process_time`, over the measured loops. "
         "SDK÷specactor above 1 means specactor is faster/smaller, except for throughput, where below 1 does; "
         "specactor÷TS below 1 means specactor is faster/smaller, except for throughput, where above 1 does "
