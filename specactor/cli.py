@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from specactor import SERVER_NAME, __version__, logsetup
-from specactor.config import TOOLSETS, Config, ConfigError, Settings, Sources, load_settings
+from specactor.config import TOOLSETS, Config, ConfigError, Settings, Sources, available_cores, load_settings
 from specactor.logsetup import get_logger
 
 log = get_logger("specactor.cli")
@@ -177,6 +177,9 @@ def worker_main() -> int:
 
     handoff = hw.read_handoff()
     config = msgspec.convert(handoff.config, Config)
+    if config.pool.workers is None:  # the server processes share the cores: each gets its share of pool workers
+        share = available_cores() // config.http.worker_count
+        config = msgspec.structs.replace(config, pool=msgspec.structs.replace(config.pool, workers=share))
     logsetup.configure(config.log_level)
     # server-to-client request ids must differ between workers: a reply may reach another one
     peer._ids = itertools.count((handoff.index + 1) << 40)
