@@ -9,7 +9,8 @@ with the pure-Python path; wall-clock P50/P95 at the large size with numpy; and 
 difference between the two paths' scores. Queries are noisy copies of stored vectors, so the
 best cosines are ~0.8-0.9: `threshold 0.7` is the tool's default, `threshold 0` makes every
 memory pass (the costliest case: all are counted). The first search (numpy's import and the
-matrix load) is timed apart as `first_ms`. Prints one JSON object; ~40 s in all.
+matrix load) is timed apart as `first_ms`; `large_after_write` is a search right after an add
+(the matrix grows) and right after a delete (it is loaded again). Prints one JSON object; ~50 s.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from specactor.domain.memory.api import MemorySearchOut
 from specactor.domain.memory.embeddings import pack
 from specactor.domain.memory.layers import LAYERS, Identifiers, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
-from specactor.sqlite.memory_db import connect, in_read_tx, insert_memory, search
+from specactor.domain.memory.scoring import Mode
+from specactor.sqlite.memory_db import connect, delete_memory, in_read_tx, insert_memory, search
 from specactor.sqlite.vector_cache import VectorCache
 
 IDS = Identifiers(agent_id="a", user_id="u", session_id="s", project_id="p", team_id="t", org_id="o", company_id="c")
@@ -73,17 +75,18 @@ def timed(conn: sqlite3.Connection, run: Callable[[sqlite3.Connection], MemorySe
     return (time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000
 
 
-def spec(vector: list[float], threshold: float) -> SearchSpec:
-    return SearchSpec("alpha", SCOPES, 10, threshold, [], "semantic", vector)
+def spec(vector: list[float], threshold: float, mode: Mode = "semantic") -> SearchSpec:
+    return SearchSpec("alpha", SCOPES, 10, threshold, [], mode, vector)
 
 
-def measure(db: Path, qs: list[list[float]], threshold: float, cache: VectorCache | None) -> dict[str, Any]:
+def measure(db: Path, qs: list[list[float]], threshold: float, cache: VectorCache | None,
+            mode: Mode = "semantic") -> dict[str, Any]:
     conn = connect(db, writer=False)
     try:
-        first_ms = timed(conn, partial(search, spec=spec(qs[0], threshold), vectors=cache))[1]
+        first_ms = timed(conn, partial(search, spec=spec(qs[0], threshold, mode), vectors=cache))[1]
         cpu, wall = [], []
         for q in qs:
-            c_ms, w_ms = timed(conn, partial(search, spec=spec(q, threshold), vectors=cache))
+            c_ms, w_ms = timed(conn, partial(search, spec=spec(q, threshold, mode), vectors=cache))
             cpu.append(c_ms)
             wall.append(w_ms)
     finally:
@@ -113,6 +116,32 @@ def max_difference(db: Path, qs: list[list[float]]) -> float:
     return worst
 
 
+def after_writes(db: Path, qs: list[list[float]], dims: int) -> dict[str, float]:
+    """Wall ms of a search right after a memory_add (the matrix grows by the new row: adds in a row)
+    and right after a memory_delete (the scope's matrix is loaded again), medians over `qs`."""
+    import numpy as np
+
+    writer, reader = connect(db, writer=True), connect(db, writer=False)
+    cache = VectorCache()
+    key = scope_key("project", IDS)
+    rng = np.random.default_rng(0)
+    added, deleted, ids = [], [], []
+    try:
+        in_read_tx(reader, partial(search, spec=spec(qs[0], 0.7), vectors=cache))  # the first load
+        for q in qs:
+            ids.append(insert_memory(writer, NewMemory("new", "project", key, {"projectId": "p"}, [], {},
+                                                       pack(rng.standard_normal(dims).tolist()))).memory_id)
+            added.append(timed(reader, partial(search, spec=spec(q, 0.7), vectors=cache))[1])
+        for q in qs[:5]:
+            delete_memory(writer, ids.pop())
+            deleted.append(timed(reader, partial(search, spec=spec(q, 0.7), vectors=cache))[1])
+    finally:
+        writer.close()
+        reader.close()
+    return {"search_after_add_ms_median": round(statistics.median(added), 3),
+            "search_after_delete_ms_median": round(statistics.median(deleted), 1)}
+
+
 def size(text: str) -> tuple[int, int]:
     memories, dims = text.lower().split("x")
     return int(memories), int(dims)
@@ -129,6 +158,10 @@ def run(small: tuple[int, int] = (2000, 256), large: tuple[int, int] = (100_000,
             cache = VectorCache()
             out[f"small_numpy_t{threshold}"] = measure(db, qs, threshold, cache)
             out[f"small_python_t{threshold}"] = measure(db, qs[:20], threshold, None)
+        # hybrid at its default threshold: only the memories with the query's word ("alpha", in about
+        # 30 % of them) are scored by cosine
+        out["small_hybrid_numpy_t0.7"] = measure(db, qs, 0.7, VectorCache(), "hybrid")
+        out["small_hybrid_python_t0.7"] = measure(db, qs[:20], 0.7, None, "hybrid")
         out["small_max_abs_diff"] = max_difference(db, qs[:20])
         db = Path(tmp) / "large.db"
         started = time.perf_counter()
@@ -137,6 +170,7 @@ def run(small: tuple[int, int] = (2000, 256), large: tuple[int, int] = (100_000,
         for threshold in (0.7, 0.0):
             out[f"large_numpy_t{threshold}"] = measure(db, qs, threshold, VectorCache())
         out["large_python_t0.7"] = measure(db, qs[:2], 0.7, None)
+        out["large_after_write"] = after_writes(db, qs[:20], large[1])
         out["large_max_abs_diff"] = max_difference(db, qs[:3])
     out["small_cpu_ms"] = out["small_numpy_t0.7"]["cpu_ms_mean"]
     out["large_p95_ms"] = out["large_numpy_t0.7"]["wall_ms_p95"]

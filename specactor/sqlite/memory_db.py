@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -196,14 +196,16 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
                                                                    *tag_args)):
                 lexical[rowid] = scoring.lexical_score(bm25, ideal)
         matrix = (vectors.matrix(conn, scope, next_seq, len(query))
-                  if vectors is not None and query and not pruned else None)
-        if matrix is not None and query is not None:
+                  if vectors is not None and query and (lexical or not pruned) else None)
+        if matrix is not None and query is not None and not pruned:
             count, best = _scan(conn, spec, matrix, query, lexical, tags, lo, hi)
             total += count
             found += [(PRECEDENCE[layer], -score, -rowid) for score, rowid in best]
             continue
         semantic: dict[int, float] = {}
-        if query is not None and (lexical or not pruned):
+        if matrix is not None and query is not None:  # pruned: the cosines of the lexical pass's finds only
+            semantic = _cosines(matrix, query, lexical)
+        elif query is not None and (lexical or not pruned):
             where, args = (("rowid IN (SELECT value FROM json_each(?))", [_json(sorted(lexical))]) if pruned
                            else (f"rowid BETWEEN ? AND ?{tag_sql}", [lo, hi, *tag_args]))
             for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM memories WHERE {where} AND "
@@ -226,6 +228,17 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
                          tags=msgspec.json.decode(by_row[-r][4])) for _, s, r in found[:spec.limit]]
     return MemorySearchOut(results=results, total_count=total,
                            searched_layers=list(dict.fromkeys(layer for layer, _ in spec.scopes)))
+
+
+def _cosines(matrix: Matrix, query: list[float], rowids: Iterable[int]) -> dict[int, float]:
+    """The exact cosines of those of `rowids` with a vector in `matrix` (`scoring.unit_cosine`'s, to ~1e-15)."""
+    import numpy as np
+
+    from specactor.domain.memory import vectors as vec
+
+    at = matrix.index_of(sorted(rowids))[0]
+    scores = vec.clip(matrix.exact(at, np.asarray(query, dtype=np.float64)))
+    return dict(zip(matrix.rowids[at].tolist(), scores.tolist(), strict=True))
 
 
 def _scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: list[float],
