@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from specactor.testing import MemoryClient
@@ -120,3 +121,27 @@ async def test_knowledge_may_live_in_a_folder_of_the_workspace_repository(client
     workspace.commit("workspace")
     found = await ok(client, "knowledge_query", {"query": "database"})
     assert [i["id"] for i in found["items"]] == ["adr-042-database-selection"]
+
+
+async def test_overlapping_checks_and_queries_run_in_pool_workers_and_answer_as_a_lone_call_does(
+        client: MemoryClient, repo: Repo) -> None:
+    seed(repo)
+    files = [{"path": "web/app.ts", "content": "function f() {\n  console.log('x')\n}\n"}]
+    alone_check = await ok(client, "knowledge_check", {"files": files})
+    alone_query = await ok(client, "knowledge_query", {"query": "database"})
+    pool = client.app.services.pool
+    await pool.wait_started(60)
+    sent = {f"c{k}": ("knowledge_check", {"files": files}) for k in range(12)}
+    sent |= {f"q{k}": ("knowledge_query", {"query": "database"}) for k in range(12)}
+    for ident, (tool, arguments) in sent.items():  # all in flight at once, as a pipelining client sends them
+        await client.send({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                           "params": {"name": tool, "arguments": arguments}})
+    for ident in sent:
+        reply = await client.reply_for(ident, timeout=60)
+        envelope = reply["result"]["structuredContent"]
+        assert envelope["success"] is True, envelope
+        assert envelope["data"] == (alone_check if ident.startswith("c") else alone_query)
+    stats = pool.statistics()
+    assert stats.pooled > 0 and stats.crashed == 0, stats
+    metrics = await client.request("resources/read", {"uri": "specactor://metrics"})
+    assert json.loads(metrics["result"]["contents"][0]["text"])["pool"]["pooled"] == stats.pooled
