@@ -92,3 +92,16 @@ def test_the_server_starts_without_importing_numpy() -> None:
             "print('numpy' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "False"
+
+
+def test_numpy_before_2_without_vecdot_scores_by_matrix_product_with_the_same_results(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    with store() as conn:
+        for i in range(20):
+            add(conn, f"memory {i}", [1.0, i / 10, (i % 3) / 5])
+        with_vecdot = found(conn, VectorCache(), [1.0, 0.5, 0.2], 0.0)
+        monkeypatch.delattr(np, "vecdot")
+        assert found(conn, VectorCache(), [1.0, 0.5, 0.2], 0.0) == with_vecdot == found(conn, None, [1.0, 0.5, 0.2],
+                                                                                        0.0)
