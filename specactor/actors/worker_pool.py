@@ -6,13 +6,14 @@ it — knowledge checks and queries over a snapshot, today — run in a pool of 
 worker holds which cached state and routes a job to the worker that already holds its state).
 
 When to use it is decided per job, so that a quiet session pays nothing:
+- a session that makes no heavy call starts no worker; the first heavy job starts them, in the
+  background (a worker's start costs ~140 ms, so they are up before the load that needs them);
 - a heavy job with no other heavy job in flight runs in-process, on a thread: alone, that is the
   cheapest place (no copy, no hop);
-- the first time jobs overlap, the pool starts its workers in the background; until one is up,
-  jobs keep running in-process;
-- then overlapping jobs go to an idle worker (the one holding their state first), or wait for
+- overlapping jobs go to an idle worker (the one holding their state first), or wait for a busy
   one while fewer than `queue` wait; past that they run in-process rather than queue longer;
-- a worker idle for `idle_timeout` seconds exits; the next overlap starts one again.
+  while the workers are still starting, one job at a time runs in-process and the rest wait;
+- a worker idle for `idle_timeout` seconds exits; the next heavy job starts one again.
 
 A worker that dies (killed, out of memory) fails its job with `INTERNAL` naming the death; the
 slot gets a new worker on its next job, and the server goes on. A job cancelled (the client's
@@ -101,6 +102,7 @@ class WorkerPool:
         self._lot = trio.lowlevel.ParkingLot()  # jobs waiting for a slot
         self._active = 0  # heavy jobs in flight, in-process or pooled
         self._waiters = 0  # jobs parked for a worker
+        self._inline_running = 0  # jobs running in-process now
         self._nursery: trio.Nursery | None = None
         self._payloads: OrderedDict[str, bytes] = OrderedDict()
         self._pooled = self._inline = self._crashed = self._resent = 0
@@ -160,10 +162,15 @@ class WorkerPool:
                     await self._lot.park()
                 finally:
                     self._waiters -= 1
-                slot = self._choose(key) if key is not None and self._slots else None
+                slot = self._choose(key)
             if slot is None or key is None:
                 self._inline += 1
-                return await self.runtime.run_sync(task.inline, state, *args)
+                self._inline_running += 1
+                try:
+                    return await self.runtime.run_sync(task.inline, state, *args)
+                finally:
+                    self._inline_running -= 1
+                    self._lot.unpark()
             try:
                 return await self._on(slot, task, key, state, args)
             finally:
@@ -173,18 +180,19 @@ class WorkerPool:
             self._active -= 1
 
     def _waits(self) -> bool:
-        """Whether a job that found no idle worker waits for one: while a worker is busy with a
-        job (not while workers are still starting: the job runs in-process meanwhile) and the
-        queue has room; else it runs in-process at once."""
-        return ((self._active > 1 or not self.alone_in_process) and self._waiters < self.queue
-                and any(s.state == "job" for s in self._slots))
+        """Whether a job that found no idle worker waits (else it runs in-process now): only
+        while the queue has room, and jobs overlap; then while a worker is busy with a job (it
+        will be free soon), or while workers are starting and a job already runs in-process (one
+        at a time there: more threads would only share this process's one core)."""
+        if self._waiters >= self.queue or (self._active <= 1 and self.alone_in_process):
+            return False
+        states = {s.state for s in self._slots}
+        return "job" in states or ("warming" in states and self._inline_running > 0)
 
     def _choose(self, key: str) -> _Slot | None:
-        """A worker for a job on `key` when other heavy work is in flight: an idle slot with a live
-        worker, the one holding `key` first, taken. None when the job is alone (in-process is
-        cheaper), or no worker is up (they are started, in the background)."""
-        if self._active <= 1 and self.alone_in_process:
-            return None
+        """An idle slot with a live worker for a job on `key`, the one holding `key` first, taken.
+        None when the job is alone (in-process is cheaper) or no worker is up; workers not up
+        are started (in the background) on the first job of all."""
         best = None
         for slot in self._slots:
             if slot.state != "idle" or not slot.warm:
@@ -195,6 +203,8 @@ class WorkerPool:
             best = best or slot
         if best is None:
             self._start_warming()
+            return None
+        if self._active <= 1 and self.alone_in_process:
             return None
         best.state = "job"
         return best

@@ -54,10 +54,14 @@ class Task(Generic[S, R]):
         return self.run(state, *args)
 
     def decode(self, data: bytes) -> R:
-        result: R = msgspec.msgpack.decode(data, type=self.out)
+        decoder = _decoders.get(self.name)
+        if decoder is None:
+            decoder = _decoders[self.name] = msgspec.msgpack.Decoder(self.out)
+        result: R = decoder.decode(data)
         return result
 
 
+_decoders: dict[str, msgspec.msgpack.Decoder[Any]] = {}  # per task name, in the process answers reach
 _states: OrderedDict[str, Any] = OrderedDict()  # a worker's cache: key -> loaded state, least recent first
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.worker_pool import WorkerPool
@@ -47,12 +48,21 @@ async def reported_pid(sock: trio.socket.SocketType) -> int:
             return int(await conn.recv(64))
 
 
-async def test_a_lone_job_runs_in_process_and_starts_no_worker() -> None:
+async def test_a_pool_no_job_has_used_has_no_worker_process() -> None:
+    async with running() as pool:
+        await trio.testing.wait_all_tasks_blocked()
+        assert pool.statistics().workers == 0
+
+
+async def test_a_lone_job_runs_in_process_and_starts_the_workers_for_the_jobs_to_come() -> None:
     async with running() as pool:
         total, pid = await pool.call(TOTAL, "s", STATE, 1)
         assert (total, pid) == (4951, os.getpid())
+        await pool.wait_started(WAIT)  # already starting: this only waits
         stats = pool.statistics()
-        assert (stats.inline, stats.pooled, stats.workers) == (1, 0, 0)
+        assert (stats.inline, stats.pooled, stats.workers) == (1, 0, 2)
+        total, pid = await pool.call(TOTAL, "s", STATE, 2)  # alone again: in-process, workers or not
+        assert (total, pid) == (4952, os.getpid())
 
 
 async def test_overlapping_jobs_go_to_the_workers_once_they_are_up() -> None:
