@@ -8,9 +8,9 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import outcome
@@ -25,10 +25,8 @@ from specactor.domain.memory.layers import PRECEDENCE, Identifiers, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
 from specactor.domain.memory.schema import SCOPE_SHIFT, pending
 from specactor.sqlite.vector_cache import VectorCache, bump_changed
+from specactor.sqlite.vector_search import cosines, scan
 from specactor.sqlite.wal_mode import use_wal
-
-if TYPE_CHECKING:
-    from specactor.domain.memory.vectors import Matrix
 
 T = TypeVar("T")
 SCOPE_SPAN = (1 << SCOPE_SHIFT) - 1
@@ -198,13 +196,13 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
         matrix = (vectors.matrix(conn, scope, next_seq, len(query))
                   if vectors is not None and query and (lexical or not pruned) else None)
         if matrix is not None and query is not None and not pruned:
-            count, best = _scan(conn, spec, matrix, query, lexical, tags, lo, hi)
+            count, best = scan(conn, spec, matrix, query, lexical, tags, lo, hi)
             total += count
             found += [(PRECEDENCE[layer], -score, -rowid) for score, rowid in best]
             continue
         semantic: dict[int, float] = {}
         if matrix is not None and query is not None:  # pruned: the cosines of the lexical pass's finds only
-            semantic = _cosines(matrix, query, lexical)
+            semantic = cosines(matrix, query, lexical)
         elif query is not None and (lexical or not pruned):
             where, args = (("rowid IN (SELECT value FROM json_each(?))", [_json(sorted(lexical))]) if pruned
                            else (f"rowid BETWEEN ? AND ?{tag_sql}", [lo, hi, *tag_args]))
@@ -228,56 +226,6 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
                          tags=msgspec.json.decode(by_row[-r][4])) for _, s, r in found[:spec.limit]]
     return MemorySearchOut(results=results, total_count=total,
                            searched_layers=list(dict.fromkeys(layer for layer, _ in spec.scopes)))
-
-
-def _cosines(matrix: Matrix, query: list[float], rowids: Iterable[int]) -> dict[int, float]:
-    """The exact cosines of those of `rowids` with a vector in `matrix` (`scoring.unit_cosine`'s, to ~1e-15)."""
-    import numpy as np
-
-    from specactor.domain.memory import vectors as vec
-
-    at = matrix.index_of(sorted(rowids))[0]
-    scores = vec.clip(matrix.exact(at, np.asarray(query, dtype=np.float64)))
-    return dict(zip(matrix.rowids[at].tolist(), scores.tolist(), strict=True))
-
-
-def _scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: list[float],
-          lexical: dict[int, float], tags: list[str], lo: int, hi: int) -> tuple[int, list[tuple[float, int]]]:
-    """One scope's count and best `spec.limit` (score, rowid) pairs, in semantic or (unpruned) hybrid mode,
-    scoring every vector at once; the rows with words but no vector score as the Python path scores them."""
-    import numpy as np
-
-    from specactor.domain.memory import vectors as vec
-
-    rows = np.arange(len(matrix), dtype=np.intp)
-    if tags:
-        marks = ", ".join("?" * len(tags))
-        tagged = [r for (r,) in conn.execute(
-            f"SELECT memory FROM memory_tags WHERE tag IN ({marks}) AND memory BETWEEN ? AND ? GROUP BY memory "
-            "HAVING count(*) = ? ORDER BY memory", [*tags, lo, hi, len(tags)])]
-        rows = matrix.index_of(tagged)[0]
-    q64 = np.asarray(query, dtype=np.float64)
-    # Unclipped below 0: a row whose cosine is clearly negative is clearly out (score 0), and is not
-    # rescored as one within the float32 error of the threshold 0 would be.
-    dots = matrix.dots(q64.astype(np.float32))[rows]
-    approx: Any = np.minimum(dots, 1.0)
-    lex = np.zeros(rows.shape[0], dtype=np.float64)
-    rest: list[tuple[float, int]] = []  # rows with words and no vector of the query's length
-    if spec.mode == "hybrid":
-        at, missing = matrix.index_of(list(lexical))
-        where = np.searchsorted(rows, at)  # `rows` is sorted and holds every row the lexical pass found
-        lex[where] = [lexical[int(r)] for r in matrix.rowids[at]]
-        approx = np.where(lex > 0.0, (lex + vec.clip(dots)) / 2.0, approx / 2.0)
-        rest = [(scoring.fuse("hybrid", lexical[r], 0.0), r) for r in missing]
-
-    def exact(picked: vec.Indices) -> vec.Doubles:
-        scores = vec.clip(matrix.exact(rows[picked], q64))
-        return (lex[picked] + scores) / 2.0 if spec.mode == "hybrid" else scores
-
-    count, best = vec.select(approx, matrix.rowids[rows], exact, threshold=spec.threshold, limit=spec.limit,
-                             error=vec.margin(matrix.dims))
-    passing = [(s, r) for s, r in rest if s >= spec.threshold and s > 0.0]
-    return count + len(passing), best + passing
 
 
 # ---------------------------------------------------------------------- sync state (worker threads only)

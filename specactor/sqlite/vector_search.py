@@ -1,0 +1,66 @@
+"""One scope's semantic scores from its cached matrix (`vector_cache`), on a reader thread, for
+`memory_db.search`: every vector at once in semantic and (threshold <= 0.5) hybrid mode, the lexical
+finds' only in hybrid mode above it. numpy is imported here on first use, never at start-up.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from specactor.domain.memory import scoring
+from specactor.domain.memory.records import SearchSpec
+
+if TYPE_CHECKING:
+    from specactor.domain.memory.vectors import Matrix
+
+
+def cosines(matrix: Matrix, query: list[float], rowids: Iterable[int]) -> dict[int, float]:
+    """The exact cosines of those of `rowids` with a vector in `matrix` (`scoring.unit_cosine`'s, to ~1e-15)."""
+    import numpy as np
+
+    from specactor.domain.memory import vectors as vec
+
+    at = matrix.index_of(sorted(rowids))[0]
+    scores = vec.clip(matrix.exact(at, np.asarray(query, dtype=np.float64)))
+    return dict(zip(matrix.rowids[at].tolist(), scores.tolist(), strict=True))
+
+
+def scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: list[float],
+          lexical: dict[int, float], tags: list[str], lo: int, hi: int) -> tuple[int, list[tuple[float, int]]]:
+    """One scope's count and best `spec.limit` (score, rowid) pairs, in semantic or (unpruned) hybrid mode,
+    scoring every vector at once; the rows with words but no vector score as the Python path scores them."""
+    import numpy as np
+
+    from specactor.domain.memory import vectors as vec
+
+    rows = np.arange(len(matrix), dtype=np.intp)
+    if tags:
+        marks = ", ".join("?" * len(tags))
+        tagged = [r for (r,) in conn.execute(
+            f"SELECT memory FROM memory_tags WHERE tag IN ({marks}) AND memory BETWEEN ? AND ? GROUP BY memory "
+            "HAVING count(*) = ? ORDER BY memory", [*tags, lo, hi, len(tags)])]
+        rows = matrix.index_of(tagged)[0]
+    q64 = np.asarray(query, dtype=np.float64)
+    # Unclipped below 0: a row whose cosine is clearly negative is clearly out (score 0), and is not
+    # rescored as one within the float32 error of the threshold 0 would be.
+    dots = matrix.dots(q64.astype(np.float32))[rows]
+    approx: Any = np.minimum(dots, 1.0)
+    lex = np.zeros(rows.shape[0], dtype=np.float64)
+    rest: list[tuple[float, int]] = []  # rows with words and no vector of the query's length
+    if spec.mode == "hybrid":
+        at, missing = matrix.index_of(list(lexical))
+        where = np.searchsorted(rows, at)  # `rows` is sorted and holds every row the lexical pass found
+        lex[where] = [lexical[int(r)] for r in matrix.rowids[at]]
+        approx = np.where(lex > 0.0, (lex + vec.clip(dots)) / 2.0, approx / 2.0)
+        rest = [(scoring.fuse("hybrid", lexical[r], 0.0), r) for r in missing]
+
+    def exact(picked: vec.Indices) -> vec.Doubles:
+        scores = vec.clip(matrix.exact(rows[picked], q64))
+        return (lex[picked] + scores) / 2.0 if spec.mode == "hybrid" else scores
+
+    count, best = vec.select(approx, matrix.rowids[rows], exact, threshold=spec.threshold, limit=spec.limit,
+                             error=vec.margin(matrix.dims))
+    passing = [(s, r) for s, r in rest if s >= spec.threshold and s > 0.0]
+    return count + len(passing), best + passing
