@@ -1,0 +1,5 @@
+"""`python -m specactor.context` is `specactor context`."""
+
+from specactor.context.command import main
+
+raise SystemExit(main())
