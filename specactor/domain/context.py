@@ -137,18 +137,27 @@ def relevant_memories(notes: Iterable[Note], budget: int) -> str:
     return fit([("Memories of this project related to the prompt:", lines)], budget)
 
 
-def violation_report(path: str, violations: Sequence[Violation], budget: int) -> str:
-    """The violations found in one changed file, block first, each naming rule, file and line."""
-    ranked = sorted(violations, key=lambda v: (-SEVERITY_RANK[v.severity], v.location.line or 0 if v.location else 0,
-                                               v.knowledge_item_id))
-    lines = []
-    for v in ranked:
-        where = path if v.location is None or v.location.line is None else f"{path}:{v.location.line}"
-        blocking = " (blocking)" if v.severity == "block" else ""
-        lines.append(flat(f"- [{v.severity}]{blocking} {where} violates {v.knowledge_item_id} "
-                          f"\"{v.knowledge_item_title}\" ({v.constraint.operator} {v.constraint.target} "
-                          f"`{v.constraint.pattern}`): {v.message}"))
-    return fit([(f"{path} violates accepted knowledge constraints:", lines)], budget)
+def violation_report(violations: Sequence[Violation], budget: int) -> str:
+    """The violations found in changed files, by file; in a file block first, then by line; each
+    line names the severity, the file and line, the rule (item, operator, target, pattern) and its message."""
+    by_file: dict[str, list[Violation]] = {}
+    for v in violations:
+        by_file.setdefault(v.location.file if v.location else "", []).append(v)
+    sections = []
+    for path in sorted(by_file):
+        lines = []
+        for v in sorted(by_file[path], key=lambda v: (-SEVERITY_RANK[v.severity], _line(v), v.knowledge_item_id)):
+            where = f"{path}:{_line(v)}" if _line(v) else path
+            blocking = " (blocking)" if v.severity == "block" else ""
+            lines.append(flat(f"- [{v.severity}]{blocking} {where} violates {v.knowledge_item_id} "
+                              f"\"{v.knowledge_item_title}\" ({v.constraint.operator} {v.constraint.target} "
+                              f"`{v.constraint.pattern}`): {v.message}"))
+        sections.append((f"{path or 'The change'} violates accepted knowledge constraints:", lines))
+    return fit(sections, budget)
+
+
+def _line(v: Violation) -> int:
+    return v.location.line or 0 if v.location is not None else 0
 
 
 def instructions_summary(items: Iterable[Item], budget: int = INSTRUCTIONS_BUDGET) -> str:
@@ -160,4 +169,9 @@ def instructions_summary(items: Iterable[Item], budget: int = INSTRUCTIONS_BUDGE
     lines = [flat(f"- [{['info', 'warn', 'block'][strongest(i)]}] {i.id}: {i.title}", 160) for i in ordered]
     if not lines:
         return ""
-    return fit([("Accepted knowledge items with constraints that bind this project:", lines)], budget, lead=lead)
+    room = budget
+    while True:  # `budget` is in UTF-8 bytes (what a client cuts at), `fit` counts characters
+        out = fit([("Accepted knowledge items with constraints that bind this project:", lines)], room, lead=lead)
+        if len(out.encode()) <= budget:
+            return out
+        room -= len(out.encode()) - budget
