@@ -215,3 +215,16 @@ def get_session_context(root: str | Path, budget: int = text.DEFAULT_BUDGET, *, 
     sources = Sources.at(root)
     found = gather(sources, Deadline(seconds))
     return text.session_context(found.items, found.notes, budget, project=sources.ids.project_id)
+
+
+def instructions_summary(config: Config, base: str, *, seconds: float = 0.5) -> str:
+    """`base` (the server's `instructions`) and, when the workspace's knowledge binds it, the short
+    summary of `domain/context.instructions_summary`, together at most 2 KB. Read once, at start-up,
+    within `seconds`; any failure leaves `base` alone."""
+    room = text.INSTRUCTIONS_BUDGET - len(base.encode()) - 2
+    try:
+        sources = Sources.from_config(config)
+        summary = text.instructions_summary(binding_items(sources, Deadline(seconds)), room) if room > 0 else ""
+    except Exception:
+        return base
+    return f"{base}\n\n{summary}" if summary else base
