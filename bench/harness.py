@@ -6,7 +6,8 @@ after the other: each phase cycles through them, so drift lands on all of them a
 1. first reply: `spawns` fresh processes per server (round-robin); the time from just before
    the spawn to the arrival of the `initialize` reply;
 2. the measured processes: one per server, all alive together; handshake (`initialize` then
-   `notifications/initialized`), one checked `echo` call, `idle` seconds of rest, then VmRSS;
+   `notifications/initialized`), one checked `echo` call, `idle` seconds of rest, then VmRSS,
+   summed over the server's process tree (worker processes that run at idle count too);
 3. warm-up: `warmup` sequential echo calls each, not recorded;
 4. single call: `samples` sequential echo calls each, in blocks of `block` calls, servers
    taking turns block by block; CPU time is read around each block;
@@ -14,7 +15,9 @@ after the other: each phase cycles through them, so drift lands on all of them a
    `burst` echo requests at once on the one connection and waits for every reply; each
    request's latency runs from that write to its reply's arrival, and the round's throughput
    is `burst` / (last arrival - write);
-6. VmHWM (peak RSS), then EOF on stdin and the exit code.
+6. VmHWM (peak RSS, summed over the process tree), then EOF on stdin and the exit code.
+
+Server CPU is read over the process tree found once after the warm-up (`echo` starts no worker).
 
 The client's garbage collector is off while measuring (collected between blocks).
 """
@@ -196,7 +199,8 @@ def measure(transport: Transport, specs: list[ServerSpec], cfg: Config,
             lives.append(live)
         time.sleep(cfg.idle)
         for live in lives:
-            live.run.idle_rss_mb = procstat.rss_mb(live.conn.pid)
+            # the process tree: pool workers running at idle would count too (issue 15)
+            live.run.idle_rss_mb = procstat.summed(procstat.rss_mb, procstat.tree(live.conn.pid))
 
         gc.collect()
         gc.disable()
@@ -205,7 +209,7 @@ def measure(transport: Transport, specs: list[ServerSpec], cfg: Config,
         finally:
             gc.enable()
         for live in lives:
-            live.run.peak_rss_mb = procstat.peak_rss_mb(live.conn.pid)
+            live.run.peak_rss_mb = procstat.summed(procstat.peak_rss_mb, procstat.tree(live.conn.pid))
     return runs
 
 
@@ -213,14 +217,19 @@ def _timed_phases(lives: list[Live], cfg: Config, progress: Callable[[str], None
     progress(f"warm-up: {cfg.warmup} calls per server")
     for live in lives:
         live.sequential(cfg.warmup)
+    trees = {id(live): procstat.tree(live.conn.pid) for live in lives}
+
+    def cpu(live: Live) -> float:
+        return procstat.summed(procstat.cpu_seconds, trees[id(live)])
+
     progress(f"single call: {cfg.samples} sequential calls per server, in blocks of {cfg.block}")
     done = 0
     while done < cfg.samples:
         n = min(cfg.block, cfg.samples - done)
         for live in lives:
-            before = procstat.cpu_seconds(live.conn.pid)
+            before = cpu(live)
             live.run.single_ms += live.sequential(n)
-            live.run.single_cpu_s += procstat.cpu_seconds(live.conn.pid) - before
+            live.run.single_cpu_s += cpu(live) - before
         gc.collect()
         done += n
     waiting = [live for live in lives if live.run.spec.key == "specactor"]
@@ -234,9 +243,9 @@ def _timed_phases(lives: list[Live], cfg: Config, progress: Callable[[str], None
         live.burst()  # unrecorded: the first burst grows buffers and task pools
     for _ in range(cfg.rounds):
         for live in lives:
-            before = procstat.cpu_seconds(live.conn.pid)
+            before = cpu(live)
             latencies, tput = live.burst()
-            live.run.burst_cpu_s += procstat.cpu_seconds(live.conn.pid) - before
+            live.run.burst_cpu_s += cpu(live) - before
             live.run.burst_ms += latencies
             live.run.burst_tput.append(tput)
         gc.collect()
