@@ -6,6 +6,7 @@
     python -m bench --transport none    # only the toolset workloads (--toolsets all|none|airsspec,...)
     python -m bench --no-pertool        # without the per-tool stage (every tool, resource, prompt at c=1, c=100)
     python -m bench --no-iowait --no-openloop  # without the I/O-waiting (stdio) and open-loop (HTTP) stages
+    python -m bench --no-vectors        # without the vector stage (semantic search scoring, no server)
 
 The TS SDK peer (`--servers` ts, ts-stateless; on by default) is installed with Node 22 from npm
 into `.bench/ts-peer` the first time (about 10 s); when npm or its registry cannot be reached, or
@@ -40,6 +41,7 @@ from bench.toolsets import NAMES as TOOLSETS
 from bench.toolsets import parse as parse_toolsets
 from bench.toolsets import run as run_toolsets
 from bench.transport import TRANSPORTS, HarnessError
+from bench.vector_stage import run as run_vectors
 
 QUICK = Config(samples=200, rounds=5, spawns=2, warmup=50, idle=0.3)
 FULL = Config()
@@ -74,6 +76,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--openloop", action=argparse.BooleanOptionalAction, default=True,
                         help="the open-loop stage with HTTP: 100 clients x 10 calls/s against one client at that "
                         "pace (default on; see bench/openloop.py)")
+    parser.add_argument("--vectors", action=argparse.BooleanOptionalAction, default=True,
+                        help="the vector stage: semantic memory_search scoring with numpy at 2,000 x 256 and "
+                        "100,000 x 384 against the pure-Python path, no server (default on, ~50 s; see "
+                        "bench/vector_stage.py)")
     parser.add_argument("--pertool", action=argparse.BooleanOptionalAction, default=True,
                         help="per-tool latency of every tool, resource and prompt of `specactor serve`, c=1 and "
                         "c=100, over the transports chosen (default on; see bench/pertool.py)")
@@ -189,12 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     iowait = _stage("iowait", run_iowait, args.quick) if args.iowait and args.transport in ("stdio", "all") else None
     openloop = (_stage("openloop", run_openloop, args.quick) if args.openloop and args.transport in ("http", "all")
                 else None)
+    vectors = _stage("vectors", run_vectors, args.quick) if args.vectors and args.transport != "none" else None
     toolsets = run_toolsets(args.toolsets, args.quick, progress) if args.toolsets else None
     name = {"all": "stdio + Streamable HTTP", "http": "Streamable HTTP"}.get(args.transport, args.transport)
     doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
                 gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
                 loadavg_start=loadavg_start, toolsets=toolsets, pertool=pertool, iowait=iowait,
-                openloop=openloop, skipped=skipped, quick=args.quick)
+                openloop=openloop, vectors=vectors, skipped=skipped, quick=args.quick)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot
@@ -215,12 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     broken = {k: v["error"] for k, v in (toolsets or {}).items() if v["error"]}
     broken.update({f"per-tool {k}": v["error"] for k, v in (pertool or {}).get("transports", {}).items()
                    if v["error"]})
-    broken.update({name: stage["error"] for name, stage in (("iowait", iowait), ("openloop", openloop))
+    broken.update({name: stage["error"] for name, stage in (("iowait", iowait), ("openloop", openloop),
+                                                            ("vectors", vectors))
                    if stage is not None and stage.get("error")})
     if iowait is not None and (iowait.get("graph") or {}).get("error"):
         broken["iowait graph sync"] = iowait["graph"]["error"]
     for key, error in broken.items():
-        what = key if key.startswith(("per-tool", "iowait")) or key == "openloop" else f"toolset {key}"
+        what = key if key.startswith(("per-tool", "iowait")) or key in ("openloop", "vectors") else f"toolset {key}"
         print(f"bench: HARNESS ERROR: {what}: {error}",
               file=sys.stderr)
     failed = [g for g in doc["gates"] if g["verdict"] == "fail"]

@@ -67,6 +67,8 @@ TARGETS = (
     Target("sdk", "SDK peer", "sdk", LEGACY),
     Target("floor", "floor", "floor", LEGACY),
     Target("specactor-2026", "specactor 2026-07-28", "specactor", MODERN),
+    Target("specactor-1w", "specactor 1 worker", "specactor-1w", LEGACY),
+    Target("specactor-1w-2026", "specactor 1 worker 2026-07-28", "specactor-1w", MODERN),
     Target("sdk-2026", "SDK peer 2026-07-28", "sdk", MODERN),
     Target("ts", "TS SDK sessions", "ts", LEGACY),
     Target("ts-stateless", "TS SDK stateless", "ts-stateless", LEGACY),
@@ -138,21 +140,7 @@ class HttpServer:
 
     def tree(self) -> list[int]:
         """This server's pid and every process below it."""
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        stat = f.read()
-                except OSError:
-                    continue  # exited meanwhile
-                children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
-        found, todo = [], [self.pid]
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            todo += children.get(pid, [])
-        return found
+        return procstat.tree(self.pid)
 
     def fail(self, what: str) -> HarnessError:
         return HarnessError(f"{self.spec.label} over HTTP (pid {self.pid}): {what}\n--- stderr tail ---\n"
@@ -175,15 +163,6 @@ class HttpServer:
             code = None
         self._drain.join(2)
         return code
-
-
-def _summed(read: Callable[[int], float], pids: list[int]) -> float:
-    """`read` summed over `pids`, skipping any that has exited."""
-    total = 0.0
-    for pid in pids:
-        with contextlib.suppress(OSError, KeyError):
-            total += read(pid)
-    return total
 
 
 def _targets(specs: list[ServerSpec]) -> list[Target]:
@@ -244,7 +223,7 @@ def measure_http(specs: list[ServerSpec], cfg: HttpConfig, progress: Callable[[s
         time.sleep(cfg.idle)
         for run in runs.values():
             if run.target.server == run.target.key:
-                run.idle_rss_mb = _summed(procstat.rss_mb, servers[run.target.server].tree())
+                run.idle_rss_mb = procstat.summed(procstat.rss_mb, servers[run.target.server].tree())
         gc.collect()
         gc.disable()
         try:
@@ -254,7 +233,7 @@ def measure_http(specs: list[ServerSpec], cfg: HttpConfig, progress: Callable[[s
             gc.enable()
         for run in runs.values():
             if run.target.server == run.target.key:
-                run.peak_rss_mb = _summed(procstat.peak_rss_mb, servers[run.target.server].tree())
+                run.peak_rss_mb = procstat.summed(procstat.peak_rss_mb, servers[run.target.server].tree())
     return runs
 
 
@@ -282,10 +261,10 @@ def _level(c: int, targets: list[Target], runs: dict[str, HttpRun], servers: dic
         for _ in range(cfg.rounds):
             for t in targets:
                 server = servers[t.server]
-                cpu0 = _summed(procstat.cpu_seconds, trees[t.server])
+                cpu0 = procstat.summed(procstat.cpu_seconds, trees[t.server])
                 result = _loop(pools[t.key], server, t, cfg.slice_s, cfg)
                 lv = level[t.key]
-                lv.server_cpu_s += _summed(procstat.cpu_seconds, trees[t.server]) - cpu0
+                lv.server_cpu_s += procstat.summed(procstat.cpu_seconds, trees[t.server]) - cpu0
                 lv.client_cpu_s += result.client_cpu_s
                 lv.wall_s += result.wall_ns / 1e9
                 lv.latencies_ms += [ns / 1e6 for ns in result.latencies_ns]

@@ -5,9 +5,11 @@ server, era, exit code, flat figures (`figures.http_measures`), latency summarie
 concurrency and, for plotting, `cdf_ms`: up to `CDF_POINTS` order statistics of each level's
 latencies at evenly spaced ranks (min and max included; every sample when there are fewer),
 so the stored JSON stays small however many requests were made. `table` renders the section
-as markdown rows: one per measure (per concurrency), a column per target, five ratios
+as markdown rows: one per measure (per concurrency), a column per target, seven ratios
 (specactor÷floor, SDK÷specactor in each era, specactor÷TS SDK with sessions and stateless), the
-target and verdict of the gates and reported targets that judge it.
+target and verdict of the gates and reported targets that judge it. Two more ratios judge specactor
+against its own floor: one worker (`--workers 1`) ÷ the floor, and the default deployment ÷ one
+worker in the 2026-07-28 era.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from bench.figures import http_figures, http_measures
 from bench.gates import GateResult
 from bench.http_harness import TARGETS, HttpConfig, HttpRun
+from bench.servers import http_workers
 from bench.stats import ratio
 
 CDF_POINTS = 1000
@@ -25,9 +28,10 @@ CLIENT = ("raw HTTP/1.1 over non-blocking sockets, one epoll loop (bench/http_dr
           "each worker its own keep-alive connection and session")
 RATIOS = {"specactor/floor": ("specactor", "floor"), "sdk/specactor": ("sdk", "specactor"),
           "sdk/specactor 2026": ("sdk-2026", "specactor-2026"), "specactor/ts": ("specactor", "ts"),
-          "specactor/ts-stateless": ("specactor", "ts-stateless")}
+          "specactor/ts-stateless": ("specactor", "ts-stateless"), "1w/floor": ("specactor-1w", "floor"),
+          "workers/1w 2026": ("specactor-2026", "specactor-1w-2026")}
 RATIO_HEADS = ("specactor÷floor", "SDK÷specactor", "SDK÷specactor (2026)", "specactor÷TS sessions",
-               "specactor÷TS stateless")
+               "specactor÷TS stateless", "1 worker÷floor", "default÷1 worker (2026)")
 
 
 def _cdf(values: list[float]) -> list[float]:
@@ -60,7 +64,8 @@ def section(runs: dict[str, HttpRun], cfg: HttpConfig) -> dict[str, Any]:
         m.key: {name: ratio(figs.get(a, {}).get(m.key), figs.get(b, {}).get(m.key)) for name, (a, b) in RATIOS.items()}
         for _, m in http_measures(cfg.levels)
     }
-    return {"config": asdict(cfg), "levels": list(cfg.levels), "client": CLIENT, "targets": targets,
+    return {"config": asdict(cfg), "levels": list(cfg.levels), "client": CLIENT, "workers": http_workers(),
+            "targets": targets,
             "figures": figs, "ratios": ratios}
 
 
@@ -75,7 +80,8 @@ def table(http: dict[str, Any], gates: list[GateResult], num: Any, fmt_ratio: An
         "",
         f"c workers, each with its own keep-alive connection (and, in the 2025-11-25 era, its own session), "
         f"send requests back to back; {cfg['rounds']} x {cfg['slice_s']:g} s per target and concurrency, "
-        f"targets taking turns. Client: {http['client']}.",
+        f"targets taking turns. Client: {http['client']}. specactor serves in its default deployment "
+        f"(`--workers` = the cores, {http.get('workers', '?')} here); specactor 1 worker: `--workers 1`.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "|".join(["---", "---:"] + ["---:"] * (len(keys) + len(RATIO_HEADS)) + ["---", "---"]) + "|",

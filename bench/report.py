@@ -4,7 +4,8 @@
 included), the exact command line and the gate verdicts into one JSON-able dict: the stdio
 results at the top level (`servers`, `ratios`, `config`; empty when stdio was not run), the
 Streamable HTTP results under `http` (`bench.http_report`; null when not run), the per-tool
-stage under `pertool` (`bench.pertool`; null when not run), the toolset workloads under
+stage under `pertool` (`bench.pertool`; null when not run), the I/O-waiting, open-loop and vector
+stages under `iowait`, `openloop` and `vectors` (null when not run), the toolset workloads under
 `toolsets` (`bench.toolsets`; null when not run), the servers left out and why under `skipped`
 (the TS SDK peer when npm cannot install it). `write` stores
 it as `<out>/<UTC stamp>.json` and `<out>/latest.json`, and renders `<out>/latest.md`: per
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import MEASURES, server_figures
-from bench.gates import GateResult, evaluate, overall
+from bench.gates import GateResult, evaluate, overall, smoke
 from bench.harness import Config, ServerRun
 from bench.http_harness import HttpConfig, HttpRun
 from bench.http_report import section, table
@@ -36,8 +37,11 @@ from bench.openloop import gates as openloop_gates
 from bench.openloop import table as openloop_table
 from bench.pertool import gates as pertool_gates
 from bench.pertool import table as pertool_table
+from bench.servers import http_workers
 from bench.stats import ratio
 from bench.toolsets import table as toolset_table
+from bench.vector_stage import gates as vector_gates
+from bench.vector_stage import table as vector_table
 
 _NUMBER_LIST = re.compile(r"\[\s*([-0-9.eE+,\s]+?)\s*\]")  # raw samples: one line each, not one per number
 LABELS = {"specactor": "specactor", "sdk": "SDK peer", "floor": "floor", "ts": "TS SDK"}
@@ -78,8 +82,8 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
           http_runs: dict[str, HttpRun] | None = None, http_cfg: HttpConfig | None = None,
           loadavg_start: list[float] | None = None, toolsets: dict[str, Any] | None = None,
           pertool: dict[str, Any] | None = None, iowait: dict[str, Any] | None = None,
-          openloop: dict[str, Any] | None = None, skipped: dict[str, str] | None = None,
-          quick: bool = False) -> dict[str, Any]:
+          openloop: dict[str, Any] | None = None, vectors: dict[str, Any] | None = None,
+          skipped: dict[str, str] | None = None, quick: bool = False) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     figs: dict[str, dict[str, float | None]] = {}
     for key, run in runs.items():
@@ -106,10 +110,14 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
         for m in MEASURES
     }
     http = section(http_runs, http_cfg or HttpConfig()) if http_runs is not None else None
-    gates = evaluate(figs, http["figures"] if http is not None else None, toolsets, quick=quick)
+    gates = evaluate(figs, http["figures"] if http is not None else None, toolsets, quick=quick,
+                     workers=http_workers())
     gates += pertool_gates(pertool) if pertool else []
     gates += iowait_gates(iowait) if iowait and not iowait.get("error") else []
     gates += openloop_gates(openloop) if openloop and not openloop.get("error") else []
+    gates += vector_gates(vectors) if vectors and not vectors.get("error") else []
+    if quick:
+        gates = smoke(gates)
     return {
         "schema": 2,
         "timestamp": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -127,6 +135,7 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
         "pertool": pertool,
         "iowait": iowait,
         "openloop": openloop,
+        "vectors": vectors,
         "skipped": skipped or {},
         "gates": [g.as_dict() for g in gates],
         "gates_enforced": gates_enforced,
@@ -171,7 +180,7 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", *table(doc["http"], gates, _num, _ratio)]
     if doc.get("pertool"):
         lines += ["", *pertool_table(doc["pertool"], _num)]
-    for key, render in (("iowait", iowait_table), ("openloop", openloop_table)):
+    for key, render in (("iowait", iowait_table), ("openloop", openloop_table), ("vectors", vector_table)):
         stage = doc.get(key)
         if stage and stage.get("error"):
             lines += ["", f"## {key}: the stage broke", "", f"**Harness error**: {stage['error']}"]

@@ -1,6 +1,8 @@
 """The servers the bench compares, as `ServerSpec`s keyed by their `--servers` names.
 
 - `specactor`: the conformance fixture server (`echo` and `add` typed tools), no session log;
+  over HTTP in its default deployment (`--workers` = the cores this process may use);
+- `specactor-1w`: HTTP only (no `argv`): the same server with `--workers 1`, one process;
 - `sdk`: the official MCP Python SDK serving the same tools (`bench/peers/sdk_server.py`);
 - `floor`: the minimal trio + msgspec loop (`bench/peers/floor.py`); over HTTP, the same
   handler in a bare ASGI app on hypercorn's trio worker (`bench/peers/floor_http.py`);
@@ -28,7 +30,7 @@ from bench.peers.ts import NODE, SERVER
 from bench.transport import ServerSpec
 
 REPO = Path(__file__).resolve().parent.parent
-ORDER = ("specactor", "sdk", "floor", "ts", "ts-stateless")
+ORDER = ("specactor", "specactor-1w", "sdk", "floor", "ts", "ts-stateless")
 TS = ("ts", "ts-stateless")  # run only after bench.peers.ts.project.ensure()
 
 
@@ -46,6 +48,10 @@ def server_specs() -> dict[str, ServerSpec]:
             (py, "-m", "specactor.testing.everything", "--no-session-log", "--root", "{root}"), _env(),
             (py, "-m", "specactor.testing.everything", "--http", "--port", "0", "--no-session-log",
              "--root", "{root}")),
+        "specactor-1w": ServerSpec(
+            "specactor-1w", "specactor, 1 worker", (), _env(),
+            (py, "-m", "specactor.testing.everything", "--http", "--port", "0", "--workers", "1",
+             "--no-session-log", "--root", "{root}")),
         "sdk": ServerSpec("sdk", "SDK peer", (py, "-m", "bench.peers.sdk_server"), _env(),
                           (py, "-m", "bench.peers.sdk_server", "--http", "--port", "0")),
         "floor": ServerSpec("floor", "floor", (py, "-m", "bench.peers.floor"), _env(),
@@ -54,3 +60,10 @@ def server_specs() -> dict[str, ServerSpec]:
         "ts-stateless": ServerSpec("ts-stateless", "TS SDK stateless", (), {},
                                    (node, script, "--http", "--stateless", "--port", "0")),
     }
+
+
+def http_workers() -> int:
+    """The worker processes of specactor's default HTTP deployment here (`--workers` = the cores)."""
+    from specactor.config import available_cores
+
+    return available_cores()
