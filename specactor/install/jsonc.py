@@ -358,8 +358,8 @@ class Document:
             elif text.startswith("\n", stop):
                 end = stop + 1
             else:  # the line goes on (`}`): take the line break before it instead, unless a comment ends that line
-                before = children[index - 1].end if index else node.start + 1
-                if start > before and "//" not in text[before:start]:
+                previous_end = children[index - 1].end if index else node.start + 1
+                if start > previous_end and "//" not in text[previous_end:start]:
                     start -= 2 if text[start - 2:start] == "\r\n" else 1
         elif index + 1 < len(children):  # one line, not the last: up to the next child
             end = children[index + 1].start
