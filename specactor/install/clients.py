@@ -195,7 +195,8 @@ def plan(client: str, scope: str, base: Path, *, command: str = "specactor",
         hooks = JsonTarget(".claude/settings.json", claude_hooks(command))
         todo = ("start Claude Code in this project and approve the `specactor` server from .mcp.json when asked "
                 "(`claude mcp list` shows it pending until then), and review the new hooks (`/hooks`)",) if not user \
-            else ("restart Claude Code; `claude mcp list` should show specactor connected",)
+            else ("restart Claude Code (a running one may write ~/.claude.json back over the new entry: if "
+                  "`claude mcp list` lacks specactor, install again with Claude Code closed)",)
         return Plan(client, scope, base, (mcp, hooks), (
             *todo, "oh-my-opencode reads the same .mcp.json and .claude/settings.json hooks (no SessionStart "
             "there: the prompt hook brings the context, from a session's second message)"))
