@@ -40,13 +40,18 @@ TTY = ("specactor: waiting for an MCP client on stdin/stdout (an assistant start
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specactor", description="An MCP server for spec-driven development.")
     parser.add_argument("--version", action="version", version=f"specactor {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{serve,demo}")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,demo,install,uninstall}")
     serve = sub.add_parser("serve", help="serve MCP on stdio (the default) or HTTP", description=SERVE)
     add_server_flags(serve)
     sub.add_parser("http-worker", description="One process of `specactor serve --http --workers N`, started by "
                    "that server with its settings on stdin; not for direct use.")
     sub.add_parser("demo", help="start a server on a temporary workspace and drive it with the official client",
                    description=DEMO)
+    sub.add_parser("install", help="write an assistant's MCP entry, hooks and plugin (specactor install --help)",
+                   description="Merge specactor's MCP entry, session hooks and (OpenCode) plugin into an "
+                   "assistant's own configuration files; `specactor install --help` lists the clients and flags.")
+    sub.add_parser("uninstall", help="remove what `specactor install` wrote (specactor uninstall --help)",
+                   description="Remove exactly what `specactor install` added, leaving the user's entries intact.")
     return parser
 
 
@@ -205,7 +210,21 @@ def worker_main() -> int:
         return 1
 
 
+# Commands with parsers of their own, imported only when run (a hook must not pay for the server's imports).
+DELEGATED: dict[str, tuple[str, str]] = {
+    "install": ("specactor.install", "install_main"),
+    "uninstall": ("specactor.install", "uninstall_main"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in DELEGATED:
+        import importlib
+
+        module, name = DELEGATED[argv[0]]
+        run: Callable[[list[str]], int] = getattr(importlib.import_module(module), name)
+        return run(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "serve":
         settings = resolve_settings(args)
