@@ -1,5 +1,5 @@
-"""Open loop over Streamable HTTP: 100 clients each calling a read-tool mix 10 times a second,
-against one client at the same pace.
+"""Open loop over Streamable HTTP, as an agent fleet would load a team server: 100 clients each
+calling a read-tool mix on a schedule, against one client at the same pace.
 
     python -m bench.openloop [--quick] [--json F]
 
@@ -10,12 +10,26 @@ The mix, in turn per client: `spec_list`, `spec_status`, OpenSpec `list` and `sh
 `memory_search`, and a resource read (an AirsSpec spec or an OpenSpec spec).
 
 Each client has its own keep-alive connection and session (2025-11-25 era) and a **schedule**:
-request k is due at start + phase + k x 100 ms (phase uniform in [0, 100 ms), seeded). A request
+request k is due at start + phase + k x period (phase uniform in [0, period), seeded). A request
 leaves at its due time, or when the client's previous reply arrives if that is later (one
 request in flight per connection); its latency runs from the **due time** to the last byte of
 its reply, so time spent queued behind a slow reply counts (no coordinated omission).
-Gates (bench/gates.py, "I/O-waiting and open loop"): P95 of the 100 clients ≤ 1.5 x P95 of the
-single client; every P95 < 200 ms. `--quick` is a smoke test: shorter, verdicts "smoke", exit 0.
+
+Three parts (issue 15):
+
+1. **gate**, against the default deployment (`--workers` = the cores): one client at 5 calls/s,
+   then 100 clients at 5 calls/s each (500 calls/s offered). Gates (bench/gates.py, "I/O-waiting
+   and open loop"; `bench.knee.holds`): P95 of the 100 clients ≤ 1.5 x the one client's; every
+   P95 < 200 ms;
+2. **stress**, reported: the same at 10 calls/s each (1,000 calls/s offered);
+3. **knee**, reported: the highest offered rate at which both targets still hold, with the default
+   deployment and with `--workers 1`: a bisection (`bench.knee.search`) over `KNEE_RATES` calls/s
+   per client, each probe 100 clients for `knee_open_s` and one client at the same pace for
+   `knee_single_s` (longer at slow paces: at least `knee_single_calls` calls); the default
+   deployment's gate and stress runs count as probes; at most `knee_budget_s` per deployment.
+
+Server CPU is summed over the server's process tree (its HTTP workers). `--quick` is a smoke
+test: shorter, verdicts "smoke", exit 0.
 """
 
 from __future__ import annotations
@@ -35,20 +49,24 @@ from typing import Any
 
 import msgspec
 
-from bench import procstat, stagecli
+from bench import knee, procstat, stagecli
 from bench.gates import OPEN_LOOP_P95_MS, OPEN_LOOP_RATIO, GateResult
 from bench.http_driver import LEGACY, Endpoint, Worker
 from bench.http_harness import HttpServer
-from bench.servers import REPO
+from bench.servers import REPO, http_workers
 from bench.stats import summarize
 from bench.transport import HarnessError, ServerSpec
 
 FULL = {"airsspec_specs": 200, "openspec_specs": 100, "openspec_changes": 40, "memories": 5000,
-        "single_s": 20.0, "open_s": 10.0}
+        "single_s": 20.0, "open_s": 10.0, "stress_single_s": 10.0, "stress_open_s": 10.0,
+        "knee_single_s": 5.0, "knee_single_calls": 25, "knee_open_s": 5.0, "knee_budget_s": 90.0}
 QUICK = {"airsspec_specs": 40, "openspec_specs": 20, "openspec_changes": 8, "memories": 500,
-         "single_s": 3.0, "open_s": 3.0}
+         "single_s": 2.0, "open_s": 2.0, "stress_single_s": 1.5, "stress_open_s": 1.5,
+         "knee_single_s": 1.0, "knee_single_calls": 0, "knee_open_s": 1.0, "knee_budget_s": 6.0}
 CLIENTS = 100
-PERIOD_S = 0.1  # each client: one request every 100 ms
+GATE_RATE = 5.0  # calls/s per client: 500 calls/s offered by the 100 (the gate)
+STRESS_RATE = 10.0  # 1,000 calls/s offered (reported)
+KNEE_RATES = (2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 14.0)  # calls/s per client the knee search may probe
 TIMEOUT = 60.0
 _enc = msgspec.json.Encoder()
 
@@ -119,7 +137,7 @@ def mix(data: Data, rng: random.Random) -> list[tuple[str, Callable[[], tuple[st
 class Client:
     worker: Worker
     index: int
-    phase: float
+    phase: float  # where in the period its schedule starts, a fraction in [0, 1)
     turn: int  # where in the mix this client starts
     sent: int = 0  # requests sent so far
     inflight: tuple[int, int, str] | None = None  # (id, due ns, op)
@@ -137,8 +155,8 @@ class LoopResult:
 
 
 def open_loop(clients: list[Client], ops: list[tuple[str, Callable[[], tuple[str, dict[str, Any]]]]],
-              seconds: float, server_pid: int) -> LoopResult:
-    """Every client sends on its schedule for `seconds`, then the loop waits for the last replies."""
+              seconds: float, server_pid: int, rate: float) -> LoopResult:
+    """Every client sends `rate` calls/s on its schedule for `seconds`, then the loop waits for the last replies."""
     sel = selectors.DefaultSelector()
     by_fd: dict[int, Client] = {}
     late = 0
@@ -147,13 +165,14 @@ def open_loop(clients: list[Client], ops: list[tuple[str, Callable[[], tuple[str
         c.worker.sock.setblocking(False)
         by_fd[c.worker.sock.fileno()] = c
         sel.register(c.worker.sock, selectors.EVENT_READ)
-    cpu0, srv0 = time.process_time(), procstat.cpu_seconds(server_pid)
+    pids = procstat.tree(server_pid)  # the server and its HTTP workers
+    cpu0, srv0 = time.process_time(), procstat.summed(procstat.cpu_seconds, pids)
     start = time.perf_counter_ns() + 5_000_000
-    period = int(PERIOD_S * 1e9)
-    total = int(seconds / PERIOD_S)  # requests per client
+    period = int(1e9 / rate)
+    total = max(1, round(seconds * rate))  # requests per client
 
     def due(c: Client, k: int) -> int:
-        return start + int(c.phase * 1e9) + k * period
+        return start + int(c.phase * period) + k * period
 
     def send(c: Client) -> None:
         nonlocal late
@@ -225,20 +244,23 @@ def open_loop(clients: list[Client], ops: list[tuple[str, Callable[[], tuple[str
     samples = [s for c in clients for s in c.samples]
     for c in clients:
         c.samples, c.sent = [], 0
-    return LoopResult(samples, total * len(clients), (last - start) / 1e9, procstat.cpu_seconds(server_pid) - srv0,
-                      time.process_time() - cpu0, late)
+    return LoopResult(samples, total * len(clients), (last - start) / 1e9,
+                      procstat.summed(procstat.cpu_seconds, pids) - srv0, time.process_time() - cpu0, late)
 
 
 # ---------------------------------------------------------------------- the run
 
 
 @contextlib.contextmanager
-def serving(root: Path, db: Path) -> Iterator[HttpServer]:
+def serving(root: Path, db: Path, workers: int | None) -> Iterator[HttpServer]:
+    """specactor serving HTTP on `root`: `--workers N`, or its default deployment when `workers` is None."""
     path = os.environ.get("PYTHONPATH")
+    flags = () if workers is None else ("--workers", str(workers))
     spec = ServerSpec("specactor", "specactor", (), {
         "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "SPECACTOR_MEMORY_DB": str(db),
         "SPECACTOR_MEMORY_USER_ID": "bench", "SPECACTOR_KNOWLEDGE_REPO": str(root / "knowledge")},
-        (sys.executable, "-m", "specactor", "serve", "--http", "--port", "0", "--no-session-log", "--root", "{root}"))
+        (sys.executable, "-m", "specactor", "serve", "--http", "--port", "0", *flags, "--no-session-log",
+         "--root", "{root}"))
     server = HttpServer(spec, root)
     try:
         yield server
@@ -260,28 +282,113 @@ def _clients(endpoint: Endpoint, n: int, rng: random.Random, ops: int) -> list[C
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
-        out.append(Client(w, i, rng.uniform(0, PERIOD_S), i % ops))
+        out.append(Client(w, i, rng.random(), i % ops))
     return out
 
 
-def _summary(result: LoopResult, clients: int) -> dict[str, Any]:
+def _summary(result: LoopResult, clients: int, rate: float, *, samples: bool = True) -> dict[str, Any]:
     values = [ms for _, ms in result.samples]
     s = summarize(values)
     per_op: dict[str, list[float]] = {}
     for name, ms in result.samples:
         per_op.setdefault(name, []).append(ms)
-    return {"clients": clients, "n": s["n"], "p50_ms": s["median"], "p95_ms": s["p95"], "p99_ms": s["p99"],
-            "max_ms": s["max"], "offered_per_s": clients / PERIOD_S, "achieved_per_s": len(values) / result.wall_s,
-            "late_sends": result.late_sends, "server_cpu_ms_per_call": result.server_cpu_s * 1000 / len(values),
-            "client_cpu_ms_per_call": result.client_cpu_s * 1000 / len(values),
-            "per_op": {k: {"n": len(v), "p50_ms": summarize(v)["median"], "p95_ms": summarize(v)["p95"]}
-                       for k, v in sorted(per_op.items())},
-            "samples_ms": values}
+    out = {"clients": clients, "n": s["n"], "p50_ms": s["median"], "p95_ms": s["p95"], "p99_ms": s["p99"],
+           "max_ms": s["max"], "offered_per_s": clients * rate, "achieved_per_s": len(values) / result.wall_s,
+           "late_sends": result.late_sends, "server_cpu_ms_per_call": result.server_cpu_s * 1000 / len(values),
+           "client_cpu_ms_per_call": result.client_cpu_s * 1000 / len(values),
+           "per_op": {k: {"n": len(v), "p50_ms": summarize(v)["median"], "p95_ms": summarize(v)["p95"]}
+                      for k, v in sorted(per_op.items())}}
+    if samples:
+        out["samples_ms"] = values
+    return out
+
+
+@dataclass
+class Fleet:
+    """One server with one warm client and `CLIENTS` warm clients, each with its session."""
+
+    server: HttpServer
+    ops: list[tuple[str, Callable[[], tuple[str, dict[str, Any]]]]]
+    one: list[Client]
+    crowd: list[Client]
+
+    def pair(self, rate: float, single_s: float, open_s: float, *, samples: bool = True) -> dict[str, Any]:
+        """One client, then the crowd, each at `rate` calls/s per client: their summaries and the verdict.
+
+        Raises:
+            HarnessError: a reply was wrong or missing (with the server's stderr tail).
+        """
+        try:
+            one = open_loop(self.one, self.ops, single_s, self.server.pid, rate)
+            time.sleep(0.3)  # the last replies' aftermath (session bookkeeping, GC) stays out of the next loop
+            crowd = open_loop(self.crowd, self.ops, open_s, self.server.pid, rate)
+            time.sleep(0.3)
+        except (OSError, ValueError, HarnessError) as err:
+            raise self.server.fail(f"open loop at {rate:g}/s per client: {err}") from err
+        single = _summary(one, 1, rate, samples=samples)
+        many = _summary(crowd, CLIENTS, rate, samples=samples)
+        return {"rate_per_client": rate, "offered_per_s": rate * CLIENTS, "single": single, "open": many,
+                "ratio_p95": many["p95_ms"] / single["p95_ms"], "holds": knee.holds(many["p95_ms"], single["p95_ms"])}
+
+
+@contextlib.contextmanager
+def fleet(root: Path, db: Path, workers: int | None, ops: list[tuple[str, Callable[[], tuple[str, dict[str, Any]]]]],
+          rng: random.Random) -> Iterator[Fleet]:
+    """A server and its warm clients (each warmed up for 1 s, unrecorded); sessions ended at the end."""
+    with serving(root, db, workers) as server:
+        endpoint = server.wait_ready(TIMEOUT)
+        clients: list[Client] = []
+        try:
+            try:
+                one = _clients(endpoint, 1, rng, len(ops))
+                clients += one
+                open_loop(one, ops, 1.0, server.pid, STRESS_RATE)  # caches, the memory store, the reader pool
+                crowd = _clients(endpoint, CLIENTS, rng, len(ops))
+                clients += crowd
+                open_loop(crowd, ops, 1.0, server.pid, GATE_RATE)  # the 100 sessions, unrecorded
+            except (OSError, ValueError, HarnessError) as err:
+                raise server.fail(f"open loop warm-up: {err}") from err
+            yield Fleet(server, ops, one, crowd)
+        finally:
+            for c in clients:
+                c.worker.end_session(5.0)
+
+
+def knee_search(f: Fleet, sizes: dict[str, Any], known: dict[float, dict[str, Any]],
+                progress: Callable[[str], None], label: str) -> dict[str, Any]:
+    """The knee for one deployment within `knee_budget_s`; `known`: runs already made (rate -> pair)."""
+    started = time.monotonic()
+    probes: dict[float, dict[str, Any]] = {}
+
+    def single_s(rate: float) -> float:
+        return max(sizes["knee_single_s"], sizes["knee_single_calls"] / rate)
+
+    def affordable(rate: float) -> bool:
+        cost = single_s(rate) + sizes["knee_open_s"] + 1.5  # + the settling pauses and the last replies
+        return time.monotonic() - started + cost <= sizes["knee_budget_s"]
+
+    def probe(rate: float) -> bool:
+        progress(f"openloop knee ({label}): {CLIENTS} clients at {rate:g}/s each ({rate * CLIENTS:,.0f}/s offered)")
+        probes[rate] = f.pair(rate, single_s(rate), sizes["knee_open_s"], samples=False)
+        return bool(probes[rate]["holds"])
+
+    found = knee.search(KNEE_RATES, probe, KNEE_RATES.index(GATE_RATE), affordable,
+                        {r: bool(v["holds"]) for r, v in known.items()})
+    rows = [{"rate_per_client": r, "offered_per_s": r * CLIENTS, "from": "probe" if r in probes else "run",
+             "single_p95_ms": v["single"]["p95_ms"], "open_p95_ms": v["open"]["p95_ms"],
+             "ratio_p95": v["ratio_p95"], "achieved_per_s": v["open"]["achieved_per_s"],
+             "server_cpu_ms_per_call": v["open"]["server_cpu_ms_per_call"], "holds": v["holds"]}
+            for r, v in sorted({**known, **probes}.items())]
+    return {"knee_per_s": None if found.knee is None else found.knee * CLIENTS,
+            "first_fail_per_s": None if found.first_fail is None else found.first_fail * CLIENTS,
+            "closed": found.closed, "rates_per_s": [r * CLIENTS for r in KNEE_RATES],
+            "budget_s": sizes["knee_budget_s"], "spent_s": round(time.monotonic() - started, 1), "probes": rows}
 
 
 def run(quick: bool, progress: Callable[[str], None]) -> dict[str, Any]:
-    sizes = QUICK if quick else FULL
+    sizes = {**(QUICK if quick else FULL), "quick": quick}
     rng = random.Random(17)
+    workers = http_workers()
     with tempfile.TemporaryDirectory(prefix="specactor-bench-openloop-") as tmp:
         root, db = Path(tmp) / "ws", Path(tmp) / "memory.db"
         root.mkdir()
@@ -289,81 +396,110 @@ def run(quick: bool, progress: Callable[[str], None]) -> dict[str, Any]:
                  f"{sizes['openspec_changes']} changes, {sizes['memories']:,} memories")
         data = build(root, db, sizes)
         ops = mix(data, rng)
-        with serving(root, db) as server:
-            endpoint = server.wait_ready(TIMEOUT)
-            warm: list[Client] = []
-            crowd: list[Client] = []
-            try:
-                warm = _clients(endpoint, 1, rng, len(ops))
-                open_loop(warm, ops, 1.0, server.pid)  # warm-up: caches, the memory store, the reader pool
-                progress(f"openloop: 1 client at {1 / PERIOD_S:g}/s for {sizes['single_s']:g} s")
-                single = open_loop(warm, ops, sizes["single_s"], server.pid)
-                crowd = _clients(endpoint, CLIENTS, rng, len(ops))
-                open_loop(crowd, ops, 1.0, server.pid)  # warm-up of the 100 sessions, unrecorded
-                progress(f"openloop: {CLIENTS} clients at {1 / PERIOD_S:g}/s each for {sizes['open_s']:g} s")
-                many = open_loop(crowd, ops, sizes["open_s"], server.pid)
-            except (OSError, ValueError, HarnessError) as err:
-                raise server.fail(f"open loop: {err}") from err
-            finally:
-                for c in [*warm, *crowd]:
-                    c.worker.end_session(5.0)
-    one, hundred = _summary(single, 1), _summary(many, CLIENTS)
-    return {"quick": quick, "sizes": sizes, "period_ms": PERIOD_S * 1000, "clients": CLIENTS,
-            "mix": [name for name, _ in ops], "single": one, "open": hundred,
-            "ratio_p95": hundred["p95_ms"] / one["p95_ms"]}
+        knees: dict[str, Any] = {}
+        with fleet(root, db, None, ops, rng) as f:
+            progress(f"openloop (default deployment, {workers} workers): 1 client, then {CLIENTS} clients, at "
+                     f"{GATE_RATE:g}/s each")
+            gate = f.pair(GATE_RATE, sizes["single_s"], sizes["open_s"])
+            progress(f"openloop: stress, 1 client then {CLIENTS} clients at {STRESS_RATE:g}/s each")
+            stress = f.pair(STRESS_RATE, sizes["stress_single_s"], sizes["stress_open_s"])
+            knees[str(workers)] = knee_search(f, sizes, {GATE_RATE: gate, STRESS_RATE: stress}, progress,
+                                              f"{workers} workers")
+        if workers != 1:
+            with fleet(root, db, 1, ops, rng) as f:
+                knees["1"] = knee_search(f, sizes, {}, progress, "1 worker")
+    return {"quick": quick, "sizes": sizes, "clients": CLIENTS, "workers": workers,
+            "mix": [name for name, _ in ops], "gate": gate, "stress": stress, "knee": knees}
 
 
 # ---------------------------------------------------------------------- table and gates
 
 
 def gates(section: dict[str, Any]) -> list[GateResult]:
-    if "open" not in section:
-        return [GateResult("open loop P95 vs one client", f"≤ {OPEN_LOOP_RATIO:g} x", "skip", "not measured", ())]
+    name_ratio, name_p95 = "open loop P95 vs one client", "open loop P95"
+    if "gate" not in section:
+        return [GateResult(name_ratio, f"≤ {OPEN_LOOP_RATIO:g} x", "skip", "not measured", ()),
+                GateResult(name_p95, f"every p95 < {OPEN_LOOP_P95_MS:g} ms", "skip", "not measured", ())]
     smoke = bool(section.get("quick"))
-    one, many, ratio = section["single"], section["open"], section["ratio_p95"]
-    keys = ("openloop:single:p95", "openloop:open:p95")
+    run = section["gate"]
+    one, many, ratio = run["single"], run["open"], run["ratio_p95"]
+    keys = ("openloop:gate:single:p95", "openloop:gate:open:p95")
     worst = max(one["p95_ms"], many["p95_ms"])
+    pace = f"{run['rate_per_client']:g} calls/s each ({run['offered_per_s']:,.0f} calls/s offered)"
+    deployment = f"default deployment, {section.get('workers', '?')} workers"
     return [
-        GateResult("open loop P95 vs one client",
-                   f"P95 of {section['clients']} clients ≤ {OPEN_LOOP_RATIO:g} x one client's, each "
-                   f"{1000 / section['period_ms']:g} calls/s",
+        GateResult(name_ratio,
+                   f"P95 of {section['clients']} clients ≤ {OPEN_LOOP_RATIO:g} x one client's at the same pace, "
+                   f"{pace}, {deployment}",
                    "smoke" if smoke else "pass" if ratio <= OPEN_LOOP_RATIO else "fail",
                    f"{section['clients']} clients p95 {many['p95_ms']:.1f} ms = {ratio:.2f} x one client's "
                    f"{one['p95_ms']:.1f} ms; achieved {many['achieved_per_s']:.0f}/s of {many['offered_per_s']:.0f}/s",
                    keys),
-        GateResult("open loop P95", f"every p95 < {OPEN_LOOP_P95_MS:g} ms",
+        GateResult(name_p95, f"every p95 < {OPEN_LOOP_P95_MS:g} ms, {pace}, {deployment}",
                    "smoke" if smoke else "pass" if worst < OPEN_LOOP_P95_MS else "fail",
                    f"one client {one['p95_ms']:.1f} ms, {section['clients']} clients {many['p95_ms']:.1f} ms", keys),
     ]
 
 
+def _knee_text(entry: dict[str, Any], num: Callable[[float | None], str]) -> str:
+    """The knee in words: a rate, a bound (≥ the highest tried, below the lowest), or where the budget left it."""
+    knee_at, fail_at, closed = entry["knee_per_s"], entry["first_fail_per_s"], entry["closed"]
+    if knee_at is None and fail_at is None:
+        return "not probed (no time in the budget)"
+    if knee_at is None:
+        return f"below {num(fail_at)}/s" + (" (the lowest rate tried)" if closed else ", budget spent")
+    if fail_at is None:
+        return f"≥ {num(knee_at)}/s" + (" (the highest rate tried)" if closed else ", budget spent")
+    return f"{num(knee_at)}/s (fails at {num(fail_at)}/s)" + ("" if closed else ", budget spent")
+
+
 def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[str]:
     sizes = section["sizes"]
-    lines = [f"Streamable HTTP (2025-11-25 sessions), each client one keep-alive connection, one request due every "
-             f"{section['period_ms']:g} ms, latency from the due time; mix: {', '.join(section['mix'])}. "
-             f"Workspace: {sizes['airsspec_specs']} AirsSpec specs, {sizes['openspec_specs']} OpenSpec specs + "
-             f"{sizes['openspec_changes']} changes, {sizes['memories']:,} memories"
-             + (" (quick: smoke sizes)" if section.get("quick") else "")
-             + ". CPU demand = offered calls/s x server CPU per call: above 1, one interpreter cannot keep up", "",
-             "| clients | n | offered (calls/s) | achieved (calls/s) | p50 (ms) | p95 (ms) | p99 (ms) | "
+    lines = [f"## Open loop (Streamable HTTP): {section['clients']} clients against one at the same pace", "",
+             f"2025-11-25 sessions, each client one keep-alive connection, requests due on a fixed schedule, latency "
+             f"from the due time; mix: {', '.join(section['mix'])}. Workspace: {sizes['airsspec_specs']} AirsSpec "
+             f"specs, {sizes['openspec_specs']} OpenSpec specs + {sizes['openspec_changes']} changes, "
+             f"{sizes['memories']:,} memories" + (" (quick: smoke sizes)" if section.get("quick") else "")
+             + f". specactor in its default deployment ({section['workers']} workers) unless said. CPU demand = "
+             "offered calls/s x server CPU per call (summed over the workers), in cores: this machine has "
+             f"{section['workers']}.", "",
+             "| run | clients | n | offered (calls/s) | achieved (calls/s) | p50 (ms) | p95 (ms) | p99 (ms) | "
              "p95 ÷ one client | target | sent > 1 ms late | server CPU/call (ms) | CPU demand (cores) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
-    for key in ("single", "open"):
-        lv = section[key]
-        ratio = num(section["ratio_p95"]) + "x" if key == "open" else ""
-        target = (f"≤ {OPEN_LOOP_RATIO:g}x; p95 < {OPEN_LOOP_P95_MS:g} ms" if key == "open"
-                  else f"p95 < {OPEN_LOOP_P95_MS:g} ms")
-        lines.append(f"| {lv['clients']} | {lv['n']:,} | {num(lv['offered_per_s'])} | {num(lv['achieved_per_s'])} | "
-                     f"{num(lv['p50_ms'])} | {num(lv['p95_ms'])} | {num(lv['p99_ms'])} | {ratio} | {target} | "
-                     f"{lv['late_sends']:,} | {num(lv['server_cpu_ms_per_call'])} | "
-                     f"{num(lv['offered_per_s'] * lv['server_cpu_ms_per_call'] / 1000)} |")
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    for run_key, title in (("gate", "gate"), ("stress", "stress (reported)")):
+        run = section[run_key]
+        for key in ("single", "open"):
+            lv = run[key]
+            ratio = num(run["ratio_p95"]) + "x" if key == "open" else ""
+            target = "" if run_key == "stress" else (f"≤ {OPEN_LOOP_RATIO:g}x; p95 < {OPEN_LOOP_P95_MS:g} ms"
+                                                     if key == "open" else f"p95 < {OPEN_LOOP_P95_MS:g} ms")
+            lines.append(f"| {title}, {run['rate_per_client']:g}/s each | {lv['clients']} | {lv['n']:,} | "
+                         f"{num(lv['offered_per_s'])} | {num(lv['achieved_per_s'])} | {num(lv['p50_ms'])} | "
+                         f"{num(lv['p95_ms'])} | {num(lv['p99_ms'])} | {ratio} | {target} | {lv['late_sends']:,} | "
+                         f"{num(lv['server_cpu_ms_per_call'])} | "
+                         f"{num(lv['offered_per_s'] * lv['server_cpu_ms_per_call'] / 1000)} |")
+    gate = section["gate"]
     lines += ["", "| operation | p50, 1 client (ms) | p95, 1 client (ms) | p50, 100 clients (ms) | "
                   "p95, 100 clients (ms) |", "|---|---:|---:|---:|---:|"]
     for name in section["mix"]:
-        a, b = section["single"]["per_op"].get(name), section["open"]["per_op"].get(name)
+        a, b = gate["single"]["per_op"].get(name), gate["open"]["per_op"].get(name)
         if a and b:
             lines.append(f"| {name} | {num(a['p50_ms'])} | {num(a['p95_ms'])} | {num(b['p50_ms'])} | "
                          f"{num(b['p95_ms'])} |")
+    lines += ["", "**Knee** (reported): the highest offered rate at which both targets hold (p95 of "
+              f"{section['clients']} clients < {OPEN_LOOP_P95_MS:g} ms and ≤ {OPEN_LOOP_RATIO:g} x one client's at "
+              f"the same pace), bisection over {', '.join(num(r * section['clients']) for r in KNEE_RATES)} "
+              "calls/s offered (bench/knee.py), the runs above counted as probes.", "",
+              "| workers | knee (offered calls/s) | offered (calls/s) | p95, 1 client (ms) | p95, 100 clients (ms) | "
+              "ratio | achieved (calls/s) | server CPU/call (ms) | holds | from | search time (s) |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+    for workers, entry in section["knee"].items():
+        for k, row in enumerate(entry["probes"]):
+            head = (f"{workers} | {_knee_text(entry, num)}" if k == 0 else " | ")
+            lines.append(f"| {head} | {num(row['offered_per_s'])} | {num(row['single_p95_ms'])} | "
+                         f"{num(row['open_p95_ms'])} | {num(row['ratio_p95'])}x | {num(row['achieved_per_s'])} | "
+                         f"{num(row['server_cpu_ms_per_call'])} | {'yes' if row['holds'] else 'no'} | {row['from']} | "
+                         + (f"{entry['spent_s']} of {entry['budget_s']:g} |" if k == 0 else " |"))
     return lines
 
 
