@@ -303,7 +303,7 @@ class Catalogue:
             tool("sync_now", lambda: {}, note="nothing changed since the last sync"),
             # reads: resources, templates, prompts
             *(read("resource", uri, functools.partial(str, uri)) for uri in (
-                "specactor://metrics", "openspec://instructions", "openspec://project", "openspec://specs",
+                "specactor://metrics", "specactor://context", "openspec://instructions", "openspec://project", "openspec://specs",
                 "openspec://changes", "openspec://archive", "airsspec:///config", "airsspec:///specs")),
             read("template", "openspec://specs/{+capability}", lambda: f"openspec://specs/{pick(s.caps)}"),
             read("template", "openspec://changes/{changeId}", lambda: f"openspec://changes/{pick(s.changes)}"),
@@ -328,6 +328,7 @@ class Catalogue:
             prompt("review_spec", lambda: {"spec_id": pick(roles.all)}),
             prompt("validate_plan", lambda: {"spec_id": pick(planned)}),
             prompt("check_progress", lambda: {"spec_id": pick(roles.building)}),
+            prompt("session_context", dict),
             # writes
             tool("init", lambda: {}, expect_error=True, note="the workspace exists: measured as the error it answers"),
             tool("update_project_context", lambda: {"section": "Bench notes", "content": self.words(10, 30)}),
