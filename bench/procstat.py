@@ -4,6 +4,7 @@
   decimal megabytes (10**6 bytes; /proc reports KiB);
 - `cpu_seconds`: user + system CPU time the process has used so far (utime + stime of
   /proc/<pid>/stat, in clock ticks, usually 10 ms resolution), threads included;
+  `cpu_with_children`: the same plus the children it has waited for (cutime + cstime: git);
 - `tree`: a process and every process below it (specactor's HTTP workers, its pool workers),
   `summed`: a reading summed over such a list, skipping processes that have exited.
 """
@@ -39,6 +40,14 @@ def cpu_seconds(pid: int) -> float:
     fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": field 3 is fields[0]
     utime, stime = int(fields[11]), int(fields[12])
     return (utime + stime) / TICK
+
+
+def cpu_with_children(pid: int) -> float:
+    """`cpu_seconds` plus the CPU of the children `pid` has waited for (cutime + cstime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return sum(int(v) for v in fields[11:15]) / TICK
 
 
 def tree(pid: int) -> list[int]:
