@@ -88,7 +88,12 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
     services = Services(config=config, storage=storage, metrics=metrics, runtime=runtime, feed=feed,
                         supervisor=supervisor, storages=Storages(storage, supervisor, feed),
                         caches=CacheInvalidator(feed))
-    core = ServerCore(registry, name=name, version=__version__, instructions=INSTRUCTIONS,
+    instructions = INSTRUCTIONS
+    if config.knowledge_repo_path.is_dir():  # its binding constraints, summarised (<= 2 KB, from a cache per tree)
+        from specactor.context.reader import instructions_summary
+
+        instructions = instructions_summary(config, INSTRUCTIONS)
+    core = ServerCore(registry, name=name, version=__version__, instructions=instructions,
                       page_size=config.page_size)
     dispatcher = Dispatcher(core, runtime, metrics, session_log, max_concurrency=config.max_concurrency,
                             request_timeout=config.request_timeout)

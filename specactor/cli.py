@@ -16,8 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import trio
-
 from specactor import SERVER_NAME, __version__, logsetup
 from specactor.config import TOOLSETS, Config, ConfigError, Settings, Sources, available_cores, load_settings
 from specactor.logsetup import get_logger
@@ -40,13 +38,20 @@ TTY = ("specactor: waiting for an MCP client on stdin/stdout (an assistant start
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specactor", description="An MCP server for spec-driven development.")
     parser.add_argument("--version", action="version", version=f"specactor {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{serve,demo,install,uninstall}")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,demo,context,hook,install,uninstall}")
     serve = sub.add_parser("serve", help="serve MCP on stdio (the default) or HTTP", description=SERVE)
     add_server_flags(serve)
     sub.add_parser("http-worker", description="One process of `specactor serve --http --workers N`, started by "
                    "that server with its settings on stdin; not for direct use.")
     sub.add_parser("demo", help="start a server on a temporary workspace and drive it with the official client",
                    description=DEMO)
+    sub.add_parser("context", help="print the session context: binding constraints, then this project's memories",
+                   description="Print what a session starts with: the accepted constraints that bind this project "
+                   "(block first), then its newest memories, within --budget characters (specactor context --help).")
+    sub.add_parser("hook", help="answer an assistant's hook event (its JSON on stdin); fails open",
+                   description="specactor hook <session-start|prompt|tool-use|stop|session-end> --client "
+                   "<claude|codex|gemini|opencode|text>: reads the client's hook JSON on stdin and answers in its "
+                   "output contract; on any error it prints nothing and exits 0 (specactor hook --help).")
     sub.add_parser("install", help="write an assistant's MCP entry, hooks and plugin (specactor install --help)",
                    description="Merge specactor's MCP entry, session hooks and (OpenCode) plugin into an "
                    "assistant's own configuration files; `specactor install --help` lists the clients and flags.")
@@ -124,6 +129,8 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
     A `ConfigError` found while starting (a port in use, a log folder that cannot be written)
     is printed as one line naming the setting and, given `sources`, where it came from: 2.
     """
+    import trio  # here, not at the top: `specactor hook` and `specactor context` must not pay for it
+
     from specactor import app as application
 
     kwargs = {"name": name} if name else {}
@@ -174,6 +181,7 @@ def worker_main() -> int:
     import itertools
 
     import msgspec
+    import trio
 
     from specactor import app as application
     from specactor.actors import http_workers as hw
@@ -212,6 +220,8 @@ def worker_main() -> int:
 
 # Commands with parsers of their own, imported only when run (a hook must not pay for the server's imports).
 DELEGATED: dict[str, tuple[str, str]] = {
+    "context": ("specactor.context.command", "main"),
+    "hook": ("specactor.hooks.run", "hook_main"),
     "install": ("specactor.install", "install_main"),
     "uninstall": ("specactor.install", "uninstall_main"),
 }

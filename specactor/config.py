@@ -108,6 +108,10 @@ class KnowledgeConfig(_Base, frozen=True):
     repo: str | None = None  # default: <root>/knowledge
 
 
+class ContextConfig(_Base, frozen=True):
+    budget: Annotated[int, Meta(ge=200, le=100_000)] = 5000  # characters of session context (prompt, resource)
+
+
 class OpenSpecConfig(_Base, frozen=True):
     """Where the OpenSpec workspace is, by the OpenSpec CLI's own variables (`openspec_project`)."""
 
@@ -171,6 +175,7 @@ class Config(_Base, frozen=True):
     pool: PoolConfig = PoolConfig()
     memory: MemoryConfig = MemoryConfig()
     knowledge: KnowledgeConfig = KnowledgeConfig()
+    context: ContextConfig = ContextConfig()
     openspec: OpenSpecConfig = OpenSpecConfig()
 
     @property
@@ -245,6 +250,7 @@ ENV: dict[str, str] = {
     "SPECACTOR_HTTP_PORT": "http.port",
     "SPECACTOR_HTTP_TOKEN": "http.token",
     "SPECACTOR_HTTP_WORKERS": "http.workers",
+    "SPECACTOR_CONTEXT_BUDGET": "context.budget",
     "SPECACTOR_POOL_WORKERS": "pool.workers",
     "SPECACTOR_POOL_IDLE_TIMEOUT": "pool.idle_timeout",
     "SPECACTOR_POOL_QUEUE": "pool.queue",

@@ -272,6 +272,10 @@ def register(registry: Registry, services: Services) -> None:
             failures=record.failures, stats=record.stats, added=last.get("added", 0),
             updated=last.get("updated", 0), deleted=last.get("deleted", 0), unchanged=last.get("unchanged", 0))
 
+    from specactor.toolsets import context as session_context  # the prompt and resource use these actors
+
+    session_context.register(registry, services, budget=config.context.budget)
+
 
 def _since(stamp: str | None) -> str | None:
     if stamp is None:

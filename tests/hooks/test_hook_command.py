@@ -236,9 +236,11 @@ def test_a_locked_database_leaves_the_constraints_in_the_context(ws: Workspace) 
     assert code == 0 and "adr-042-database-selection" in out and MINE[0] not in out
 
 
-def test_the_hook_imports_neither_trio_nor_the_server(ws: Workspace) -> None:
-    code = ("import sys, runpy; sys.argv = ['specactor', 'session-start', '--client', 'claude']\n"
-            "try:\n    runpy.run_module('specactor.hooks', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+@pytest.mark.parametrize("entry", ["specactor.hooks", "specactor"], ids=["module", "specactor-hook-command"])
+def test_the_hook_imports_neither_trio_nor_the_server(ws: Workspace, entry: str) -> None:
+    argv = ["specactor", *(["hook"] if entry == "specactor" else []), "session-start", "--client", "claude"]
+    code = (f"import sys, runpy; sys.argv = {argv!r}\n"
+            f"try:\n    runpy.run_module({entry!r}, run_name='__main__')\nexcept SystemExit:\n    pass\n"
             "bad = [m for m in sys.modules if m == 'trio' or m.startswith(('specactor.actors', 'specactor.app'))]\n"
             "print(bad, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", code], input=json.dumps(start_input(ws)).encode(),
