@@ -59,7 +59,7 @@ from bench.transport import HarnessError, ServerSpec
 
 FULL = {"airsspec_specs": 200, "openspec_specs": 100, "openspec_changes": 40, "memories": 5000,
         "single_s": 20.0, "open_s": 10.0, "stress_single_s": 10.0, "stress_open_s": 10.0,
-        "knee_single_s": 5.0, "knee_single_calls": 25, "knee_open_s": 5.0, "knee_budget_s": 90.0}
+        "knee_single_s": 5.0, "knee_single_calls": 40, "knee_open_s": 5.0, "knee_budget_s": 90.0}
 QUICK = {"airsspec_specs": 40, "openspec_specs": 20, "openspec_changes": 8, "memories": 500,
          "single_s": 2.0, "open_s": 2.0, "stress_single_s": 1.5, "stress_open_s": 1.5,
          "knee_single_s": 1.0, "knee_single_calls": 0, "knee_open_s": 1.0, "knee_budget_s": 6.0}

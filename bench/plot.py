@@ -1,7 +1,9 @@
 """The picture: one row of panels per transport measured, from the results document.
 
-- stdio: latency CDF of single calls (log x) and the spread of burst-100 latencies;
-- Streamable HTTP: p95 latency against concurrency (every target's line side by side),
+- stdio: latency CDF of single calls (log x) and the spread of burst-100 latencies, every server
+  (specactor, the SDK peer, the floor, the TS SDK) in its own colour (`COLORS`);
+- Streamable HTTP: p95 latency against concurrency (every target's line side by side: specactor
+  in its default deployment and with `--workers 1`, the peers, the TS SDK with sessions and stateless),
   throughput against concurrency, and the latency CDF at the lowest and highest concurrency;
 - per tool (`bench.pertool`), per transport: the latency CDF at c=1 of every operation pooled and
   of spec_list, beside the SDK peer's spec_list and echo and the floor's echo; and P95 at c=1
@@ -17,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 COLORS = {"specactor": "#1f77b4", "sdk": "#d62728", "floor": "#7f7f7f",
-          "specactor-2026": "#17becf", "sdk-2026": "#ff7f0e"}
+          "specactor-2026": "#17becf", "sdk-2026": "#ff7f0e",
+          "specactor-1w": "#9467bd", "specactor-1w-2026": "#c5b0d5",  # specactor --workers 1
+          "ts": "#2ca02c", "ts-stateless": "#bcbd22"}  # the TypeScript SDK: sessions, stateless
+STDIO_KEYS = ("specactor", "sdk", "floor", "ts")
 
 
 def plot(doc: dict[str, Any], path: Path) -> None:
@@ -57,7 +62,7 @@ def _formatters() -> tuple[Any, Any]:
 def _stdio(sub: Any, doc: dict[str, Any]) -> None:
     plain, sparse = _formatters()
     servers = doc["servers"]
-    keys = [k for k in ("specactor", "sdk", "floor") if k in servers]
+    keys = [k for k in STDIO_KEYS if k in servers]
     cdf, box = sub.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
     for key in keys:
         values = sorted(servers[key]["samples"]["single_ms"])

@@ -72,3 +72,14 @@ def test_vector_targets_are_smoke_below_the_issue_sizes_and_skip_without_numpy()
     assert quick == ["smoke", "smoke", "smoke"]
     skipped = vector_stage.gates({"quick": False, "skipped": "numpy is not installed"})
     assert [g.verdict for g in skipped] == ["skip"] * 3 and "numpy" in skipped[0].detail
+
+
+def test_every_server_and_http_target_has_its_own_colour_in_the_plot() -> None:
+    from bench.http_harness import TARGETS
+    from bench.plot import COLORS, STDIO_KEYS
+    from bench.servers import ORDER
+
+    keys = {*ORDER, *(t.key for t in TARGETS)}
+    assert keys <= set(COLORS)
+    assert len({COLORS[k] for k in keys}) == len(keys)
+    assert "ts" in STDIO_KEYS  # the TS SDK is drawn in the stdio plots
