@@ -60,6 +60,9 @@ class StdioCaller:
         return HarnessError(f"{self.label} (stdio, pid {self.pid}): {what}\n--- stderr tail ---\n"
                             f"{self.conn.stderr_tail()}")
 
+    def open_pool(self, n: int) -> None:
+        """Nothing to open: a stdio burst is pipelined on the one pipe."""
+
     def burst(self, calls: Sequence[Call]) -> list[Timed]:
         """Every request written at once; the results in call order."""
         first = self._ids + 1
@@ -136,10 +139,14 @@ class HttpCaller:
         except (OSError, ValueError) as err:
             raise self.fail(f"{call[0]}: {err}") from err
 
+    def open_pool(self, n: int) -> None:
+        """Open the connections (and sessions) a burst of `n` uses, so a burst's CPU is the calls' own."""
+        while len(self.pool) < n:
+            self.pool.append(self._worker())
+
     def burst(self, calls: Sequence[Call]) -> list[Timed]:
         """One request on each of len(calls) connections, all sent back to back; results in call order."""
-        while len(self.pool) < len(calls):
-            self.pool.append(self._worker())
+        self.open_pool(len(calls))
         workers = self.pool[:len(calls)]
         for w in workers:
             self._ready(w)
