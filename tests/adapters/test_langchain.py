@@ -182,3 +182,25 @@ def test_context_and_reports_are_added_after_what_is_there() -> None:
     assert blocks.content == [{"type": "text", "text": "a"}, {"type": "text", "text": "ctx"}]
     message = ToolMessage(content="ok", tool_call_id="x")
     assert appended(message, "").content == "ok" and appended(message, "report").content == "ok\n\nreport"
+
+
+async def test_tools_and_context_work_over_http_with_a_bearer_token(ws: Workspace) -> None:
+    import trio
+
+    from tests.http.support import server_env, subprocess_server
+
+    env = server_env(SPECACTOR_HTTP_TOKEN="s3cret", SPECACTOR_MEMORY_DB=str(ws.db),
+                     SPECACTOR_KNOWLEDGE_REPO=str(ws.knowledge))
+    args = ["-m", "specactor", "serve", "--http", "--port", "0", "--root", str(ws.root), "--no-session-log"]
+    async with subprocess_server(args, env, ws.root) as server:
+        started = await server.record(lambda r: r.get("msg") == "specactor started")
+        with LangChainAdapter(url=started["urls"][0], token="s3cret") as remote, trio.fail_after(60):
+            add = next(t for t in await trio.to_thread.run_sync(remote.get_memory_tools) if t.name == "memory_add")
+            message = await trio.to_thread.run_sync(add.invoke, {"type": "tool_call", "id": "h1", "name": "memory_add",
+                                                                 "args": {"content": "HTTP works", "layer": "project"}})
+            assert json.loads(message.content)["data"]["content"] == "HTTP works"
+            context = await trio.to_thread.run_sync(remote.get_session_context)  # from specactor://context
+        with LangChainAdapter(url=started["urls"][0], token="wrong", link=None) as refused, trio.fail_after(60):
+            with pytest.raises(Exception, match="specactor could not be reached"):
+                await trio.to_thread.run_sync(refused.get_tools)
+    assert context.startswith("<specactor-context>") and "HTTP works" in context and "pol-eval" in context
