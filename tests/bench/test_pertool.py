@@ -110,3 +110,15 @@ def test_a_reply_is_checked_against_what_the_catalogue_expects() -> None:
             pertool._check(_Caller(), op, {}, reply)  # type: ignore[arg-type]
     with pytest.raises(HarnessError):  # a resource read with no contents
         pertool._check(_Caller(), catalog.Op("resource", "x://y", dict), {}, {"result": {"contents": []}})  # type: ignore[arg-type]
+
+
+def test_only_a_retryable_conflict_makes_the_first_sync_run_again() -> None:
+    def reply(error: dict[str, Any] | None) -> dict[str, Any]:
+        content = {"success": error is None, **({"error": error} if error else {})}
+        return {"result": {"structuredContent": content, "isError": error is not None}}
+
+    assert pertool.retryable_conflict(reply({"code": "CONFLICT", "retryable": True, "message": "another sync"}))
+    assert not pertool.retryable_conflict(reply({"code": "CONFLICT", "retryable": False, "message": "x"}))
+    assert not pertool.retryable_conflict(reply({"code": "INTERNAL", "retryable": True, "message": "x"}))
+    assert not pertool.retryable_conflict(reply(None))
+    assert not pertool.retryable_conflict({"error": {"code": -32603, "message": "x"}})
