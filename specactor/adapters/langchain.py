@@ -261,7 +261,7 @@ class LangChainAdapter:
             return self.link.read_resource(CONTEXT_URI)
         return get_session_context(self.root or Path.cwd(), self.budget)
 
-    def middleware(self, *, writers: Iterable[str] = ()) -> SpecactorContext[None, Any]:
+    def middleware(self, *, writers: Iterable[str] = ()) -> SpecactorContext:
         """`SpecactorContext` for this adapter's workspace and budget."""
         return SpecactorContext(self.root, budget=self.budget, writers=writers)
 
