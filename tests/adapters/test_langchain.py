@@ -204,3 +204,10 @@ async def test_tools_and_context_work_over_http_with_a_bearer_token(ws: Workspac
             with pytest.raises(Exception, match="specactor could not be reached"):
                 await trio.to_thread.run_sync(refused.get_tools)
     assert context.startswith("<specactor-context>") and "HTTP works" in context and "pol-eval" in context
+
+
+def test_a_closed_link_connects_again_on_its_next_call(adapter: LangChainAdapter) -> None:
+    assert adapter.link.call("sync_status", {})["success"] is True
+    adapter.link.close()
+    assert asyncio.run(adapter.link.acall("memory_search", {"query": "deploy"}))["success"] is True
+    assert adapter.link.call("sync_status", {})["success"] is True
