@@ -38,7 +38,7 @@ TTY = ("specactor: waiting for an MCP client on stdin/stdout (an assistant start
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specactor", description="An MCP server for spec-driven development.")
     parser.add_argument("--version", action="version", version=f"specactor {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{serve,demo,context,hook,install,uninstall}")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,demo,context,hook,install,uninstall,tools}")
     serve = sub.add_parser("serve", help="serve MCP on stdio (the default) or HTTP", description=SERVE)
     add_server_flags(serve)
     sub.add_parser("http-worker", description="One process of `specactor serve --http --workers N`, started by "
@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                    "assistant's own configuration files; `specactor install --help` lists the clients and flags.")
     sub.add_parser("uninstall", help="remove what `specactor install` wrote (specactor uninstall --help)",
                    description="Remove exactly what `specactor install` added, leaving the user's entries intact.")
+    sub.add_parser("tools", help="print the tool definitions (json-schema, openai, langchain) for frameworks "
+                   "without MCP", description="specactor tools --format json-schema|openai|langchain [--toolsets A,B]: "
+                   "the tools `specactor serve` lists, as draft-07 function definitions (specactor tools --help).")
     return parser
 
 
@@ -224,6 +227,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "hook": ("specactor.hooks.run", "hook_main"),
     "install": ("specactor.install", "install_main"),
     "uninstall": ("specactor.install", "uninstall_main"),
+    "tools": ("specactor.adapters.tools_command", "tools_main"),
 }
 
 

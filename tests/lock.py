@@ -34,7 +34,7 @@ def resolve(pyproject: Path) -> list[str]:
 
 
 def render(pins: list[str]) -> str:
-    lines = "".join(f'    "{pin}",\n' for pin in ['specactor[http,vector]', *pins])
+    lines = "".join(f'    "{pin}",\n' for pin in ['specactor[http,vector,langchain]', *pins])
     return f"{HEAD}dev = [\n{lines}]\n"
 
 
