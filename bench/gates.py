@@ -35,7 +35,7 @@ HTTP_TPUT_LEVEL = 10
 HTTP_FLOOR_FACTOR = 0.85
 HTTP_WORKERS_FACTOR = 1.7
 HTTP_P95_LEVEL, HTTP_P95_MS = 100, 200.0  # Streamable HTTP, c=100: every specactor p95 < 200 ms
-HTTP_SPECACTOR = ("specactor", "specactor-2026", "specactor-1w", "specactor-1w-2026")  # every specactor target
+HTTP_SPECACTOR = ("specactor", "specactor-2026")  # the default deployment, both eras (as before --workers 1 came)
 # Reported, not gated (issue 15): specactor against the TypeScript SDK (bench/peers/ts).
 TS_STDIO_BURST_CPU = "burst_cpu_s_per_1k"  # stdio: specactor's server CPU per burst call <= the TS SDK's
 TS_HTTP_LEVELS = (10, 100)  # HTTP: specactor (default deployment) calls/s >= the better TS SDK process's

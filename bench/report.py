@@ -33,8 +33,8 @@ from bench.http_harness import HttpConfig, HttpRun
 from bench.http_report import section, table
 from bench.iowait import gates as iowait_gates
 from bench.iowait import table as iowait_table
-from bench.openloop import gates as openloop_gates
-from bench.openloop import table as openloop_table
+from bench.openloop_report import gates as openloop_gates
+from bench.openloop_report import table as openloop_table
 from bench.pertool import gates as pertool_gates
 from bench.pertool import table as pertool_table
 from bench.servers import http_workers

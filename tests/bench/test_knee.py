@@ -70,13 +70,13 @@ def _run(rate: float, single_p95: float, open_p95: float) -> dict[str, object]:
 
 
 def test_the_open_loop_gates_judge_the_5_per_second_run_of_the_default_deployment() -> None:
-    from bench import openloop
+    from bench import openloop_report
 
     section = {"quick": False, "clients": 100, "workers": 2, "gate": _run(5.0, 10.0, 14.0),
                "stress": _run(10.0, 10.0, 900.0)}  # the stress run is reported, never judged
-    ratio, p95 = openloop.gates(section)
+    ratio, p95 = openloop_report.gates(section)
     assert (ratio.verdict, p95.verdict) == ("pass", "pass")
     assert "5 calls/s each (500 calls/s offered)" in ratio.target and "2 workers" in ratio.target
     section["gate"] = _run(5.0, 10.0, 16.0)
-    assert [g.verdict for g in openloop.gates(section)] == ["fail", "pass"]
-    assert [g.verdict for g in openloop.gates({**section, "quick": True})] == ["smoke", "smoke"]
+    assert [g.verdict for g in openloop_report.gates(section)] == ["fail", "pass"]
+    assert [g.verdict for g in openloop_report.gates({**section, "quick": True})] == ["smoke", "smoke"]
