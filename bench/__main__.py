@@ -91,7 +91,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         + ",".join(map(str, HTTP_FULL.levels)) + ")")
     parser.add_argument("--servers", default=",".join(ORDER),
                         help=f"comma-separated subset of {','.join(ORDER)} (ts: the TypeScript SDK over stdio and "
-                        "HTTP with sessions; ts-stateless: HTTP, a server per request)")
+                        "HTTP with sessions; ts-stateless: HTTP, a server per request; specactor-1w: HTTP only, "
+                        "specactor --workers 1, for the gates against the floor and against one worker)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
                         help="where results go (default bench/results)")
     args = parser.parse_args(argv)
