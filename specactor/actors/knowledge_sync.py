@@ -53,6 +53,7 @@ Publish = Callable[[dict[str, Any]], Awaitable[None]]
 QUEUE = 256  # one letter per sync_now call waiting; they share the next sync
 CALL_TIMEOUT = 300.0  # a first sync of a large repository parses every item
 BACKFILL = 4 * EMBED_BATCH  # pointers left without a vector embedded per sync, at most
+SYNC_TRIES = 5  # syncs planned again after another process committed first; each retry finds less to do
 log = get_logger("specactor.knowledge_sync")
 
 
@@ -132,6 +133,18 @@ class KnowledgeSync:
                 letter.reply(result)
 
     async def _sync_once(self, *, force: bool, company_id: str) -> SyncResult:
+        """One sync; when another process committed a sync between this one's read and its write (a
+        second server on the same store, HTTP workers), it is planned again from that state, which
+        is cheap (the other already did the work), up to `SYNC_TRIES` times, then CONFLICT."""
+        for tries_left in reversed(range(SYNC_TRIES)):
+            try:
+                return await self._sync_attempt(force=force, company_id=company_id)
+            except SyncConflict as err:
+                if not tries_left:
+                    raise ToolError("CONFLICT", str(err)) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _sync_attempt(self, *, force: bool, company_id: str) -> SyncResult:
         started = time.perf_counter()
         reader, known = self.reader, self._items_at
         record = await self.store.read(lambda conn: load_sync(conn, known=known))
@@ -152,10 +165,7 @@ class KnowledgeSync:
         job = SyncApply(plan, record.revision, commit, company_id, (time.perf_counter() - started) * 1000,
                         vectors, backfill)
         entries_at = self._entries_at
-        try:
-            revision, entries = await self.store.write(lambda conn: apply_sync(conn, job, entries_at))
-        except SyncConflict as err:
-            raise ToolError("CONFLICT", str(err)) from None
+        revision, entries = await self.store.write(lambda conn: apply_sync(conn, job, entries_at))
         # Committed: what this sync wrote is the state at `revision` (read again when another writes).
         self._entries_at = (revision, entries)
         if not plan.upserts and not plan.orphans:

@@ -224,3 +224,30 @@ async def test_a_manifest_inside_the_workspace_is_written_through_the_storage_ac
 
 def read(path: Path) -> str:
     return path.read_text()
+
+
+async def test_two_servers_syncing_one_store_at_once_never_answer_conflict(env: Path, repo: Repo) -> None:
+    """Two servers (HTTP workers, two assistants) share one memory store: a sync whose write finds
+    the other's sync committed since it read is planned again, not refused."""
+    repo.write("company/adrs/adr-042.md", ADR_042)
+    repo.commit("adr")
+    config = server_config(env)
+    async with open_memory_server(config) as first, open_memory_server(config) as second:
+        await first.initialize()
+        await second.initialize()
+        answers: list[dict[str, object]] = []
+
+        async def syncs(client: MemoryClient, rounds: int) -> None:
+            for k in range(rounds):
+                if k == 3:
+                    name = "first" if client is first else "second"
+                    repo.write(f"company/policies/{name}.md", item(f"pol-{name}", "Policy"))
+                    repo.commit("more")
+                answers.append(await call(client, "sync_now", {}))
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(syncs, first, 8)
+                nursery.start_soon(syncs, second, 8)
+        assert [a for a in answers if a["success"] is not True] == []
+        assert len(answers) == 16
