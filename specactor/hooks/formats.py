@@ -129,5 +129,7 @@ def render(client: Client, event: Event, text: str, *, blocking: str | None = No
     out: dict[str, Any] = {}
     if blocking and event == "tool-use":  # claude and codex: the model is shown `reason`
         out = {"decision": "block", "reason": blocking}
+        if blocking.strip() == text.strip():  # every finding blocks: the reason says it all, once
+            return _json(out)
     out["hookSpecificOutput"] = {"hookEventName": EVENT_NAMES[event], "additionalContext": text}
     return _json(out)

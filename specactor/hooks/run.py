@@ -1,11 +1,12 @@
 """`specactor hook <event> --client <client>`: the seed's onSessionStart, onMessage, onToolUse and
 onSessionEnd as a short process a client runs, reading its hook JSON on stdin.
 
-- `session-start`: the session context (`domain/context.py`).
+- `session-start`: the session context (`domain/context.py`), and the session's marker.
 - `prompt`: the project's memories relevant to the prompt (lexical score at least 0.7, at most 5,
   2,000 characters); and, the first time a session id is seen (a marker file created with
-  O_EXCL under `<root>/.specactor/sessions/`), the full session context: clients that drop
-  SessionStart output still get it once.
+  O_EXCL under `<root>/.specactor/sessions/`, also by session-start), the full session context:
+  clients that run no SessionStart hook (oh-my-opencode) still get it once, and a client that
+  ran it does not get it twice.
 - `tool-use`: after a file-writing tool, the changed files (read inside the workspace only) are
   checked against the binding constraints; violations come back naming rule, file and line.
 - `stop`: nothing. `session-end`: forgets the session's marker, and markers older than a week.
@@ -99,8 +100,10 @@ def answer(event: Event, client: Client, root: str | None, budget: int, deadline
         return ""
     if event == "session-start":
         found = gather(sources, deadline)
-        return render(client, event, text.session_context(found.items, found.notes, budget,
-                                                          project=sources.ids.project_id))
+        full = text.session_context(found.items, found.notes, budget, project=sources.ids.project_id)
+        if full and hook.session_id:  # delivered: the prompt hook's once-per-session fallback need not repeat it
+            _mark(_marker(sources.root, hook.session_id))
+        return render(client, event, full)
     if event == "prompt":
         return render(client, event, prompt_context(sources, hook, budget, deadline))
     return tool_use(client, sources, hook, deadline)

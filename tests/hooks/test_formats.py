@@ -52,3 +52,9 @@ def test_hook_input_ignores_unknown_fields_and_refuses_wrong_types() -> None:
     assert parse_input(b"  ").session_id is None
     with pytest.raises(msgspec.ValidationError):
         parse_input(b'{"prompt": 7}')
+
+
+def test_a_report_whose_findings_all_block_is_given_once_as_the_reason() -> None:
+    for client in ("claude", "codex"):
+        assert json.loads(render(client, "tool-use", "all blocks", blocking="all blocks")) == {
+            "decision": "block", "reason": "all blocks"}

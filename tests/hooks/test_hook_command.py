@@ -97,6 +97,14 @@ def test_prompt_injects_the_full_context_once_per_session_then_relevant_memories
     assert "Accepted knowledge constraints" in other
 
 
+def test_a_session_that_got_the_context_at_its_start_does_not_get_it_again_with_its_first_prompt(
+        ws: Workspace) -> None:
+    started, _, _ = run_hook(ws, "session-start", "claude", start_input(ws, session="s-9"))
+    assert "Accepted knowledge constraints" in started
+    first, _, _ = run_hook(ws, "prompt", "claude", prompt_input(ws, "how do we deploy the shop service?", "s-9"))
+    assert "Accepted knowledge constraints" not in first and MINE[0] in first
+
+
 def test_prompt_for_codex_is_user_prompt_submit_json(ws: Workspace) -> None:
     run_hook(ws, "prompt", "codex", prompt_input(ws, "warm up"))
     out, code, _ = run_hook(ws, "prompt", "codex", prompt_input(ws, "which database do new services use"))
@@ -152,7 +160,8 @@ def test_codex_apply_patch_checks_each_added_or_updated_file(ws: Workspace) -> N
              "*** End Patch\n")
     out, _, _ = run_hook(ws, "tool-use", "codex", write_input(ws, "apply_patch", {"command": patch}))
     doc = json.loads(out)
-    assert doc["decision"] == "block" and "src/c.ts:1" in doc["hookSpecificOutput"]["additionalContext"]
+    assert doc["decision"] == "block" and "src/c.ts:1" in doc["reason"]
+    assert "hookSpecificOutput" not in doc  # every finding blocks: said once, in the reason
 
 
 def test_gemini_write_file_gets_json_context_without_a_decision(ws: Workspace) -> None:
