@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import Config, ServerRun, measure
+from bench.hook_stage import run as run_hooks
 from bench.http_harness import HttpConfig, HttpRun, measure_http
 from bench.iowait import run as run_iowait
 from bench.openloop import run as run_openloop
@@ -80,6 +81,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="the vector stage: semantic memory_search scoring with numpy at 2,000 x 256 and "
                         "100,000 x 384 against the pure-Python path, no server (default on, ~50 s; see "
                         "bench/vector_stage.py)")
+    parser.add_argument("--hooks", action=argparse.BooleanOptionalAction, default=True,
+                        help="the hook stage: `specactor hook session-start` and `prompt` as fresh processes on "
+                        "1,000 knowledge items and 100,000 project memories (default on, ~60 s; see "
+                        "bench/hook_stage.py)")
     parser.add_argument("--pertool", action=argparse.BooleanOptionalAction, default=True,
                         help="per-tool latency of every tool, resource and prompt of `specactor serve`, c=1 and "
                         "c=100, over the transports chosen (default on; see bench/pertool.py)")
@@ -197,12 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     openloop = (_stage("openloop", run_openloop, args.quick) if args.openloop and args.transport in ("http", "all")
                 else None)
     vectors = _stage("vectors", run_vectors, args.quick) if args.vectors and args.transport != "none" else None
+    hooks = _stage("hooks", run_hooks, args.quick) if args.hooks and args.transport != "none" else None
     toolsets = run_toolsets(args.toolsets, args.quick, progress) if args.toolsets else None
     name = {"all": "stdio + Streamable HTTP", "http": "Streamable HTTP"}.get(args.transport, args.transport)
     doc = build(runs, cfg, transport=name, started=started, duration_s=time.monotonic() - t0,
                 gates_enforced=not args.no_gates, argv=argv, http_runs=http_runs, http_cfg=hcfg,
                 loadavg_start=loadavg_start, toolsets=toolsets, pertool=pertool, iowait=iowait,
-                openloop=openloop, vectors=vectors, skipped=skipped, quick=args.quick)
+                openloop=openloop, vectors=vectors, hooks=hooks, skipped=skipped, quick=args.quick)
     stamped = write(doc, args.out, started)
     try:
         from bench.plot import plot
@@ -224,12 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     broken.update({f"per-tool {k}": v["error"] for k, v in (pertool or {}).get("transports", {}).items()
                    if v["error"]})
     broken.update({name: stage["error"] for name, stage in (("iowait", iowait), ("openloop", openloop),
-                                                            ("vectors", vectors))
+                                                            ("vectors", vectors), ("hooks", hooks))
                    if stage is not None and stage.get("error")})
     if iowait is not None and (iowait.get("graph") or {}).get("error"):
         broken["iowait graph sync"] = iowait["graph"]["error"]
     for key, error in broken.items():
-        what = key if key.startswith(("per-tool", "iowait")) or key in ("openloop", "vectors") else f"toolset {key}"
+        staged = key.startswith(("per-tool", "iowait")) or key in ("openloop", "vectors", "hooks")
+        what = key if staged else f"toolset {key}"
         print(f"bench: HARNESS ERROR: {what}: {error}",
               file=sys.stderr)
     failed = [g for g in doc["gates"] if g["verdict"] == "fail"]

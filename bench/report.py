@@ -29,6 +29,8 @@ from typing import Any
 from bench.figures import MEASURES, server_figures
 from bench.gates import GateResult, evaluate, overall, smoke
 from bench.harness import Config, ServerRun
+from bench.hook_stage import gates as hook_gates
+from bench.hook_stage import table as hook_table
 from bench.http_harness import HttpConfig, HttpRun
 from bench.http_report import section, table
 from bench.iowait import gates as iowait_gates
@@ -83,7 +85,8 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
           loadavg_start: list[float] | None = None, toolsets: dict[str, Any] | None = None,
           pertool: dict[str, Any] | None = None, iowait: dict[str, Any] | None = None,
           openloop: dict[str, Any] | None = None, vectors: dict[str, Any] | None = None,
-          skipped: dict[str, str] | None = None, quick: bool = False) -> dict[str, Any]:
+          hooks: dict[str, Any] | None = None, skipped: dict[str, str] | None = None,
+          quick: bool = False) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     figs: dict[str, dict[str, float | None]] = {}
     for key, run in runs.items():
@@ -116,6 +119,7 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
     gates += iowait_gates(iowait) if iowait and not iowait.get("error") else []
     gates += openloop_gates(openloop) if openloop and not openloop.get("error") else []
     gates += vector_gates(vectors) if vectors and not vectors.get("error") else []
+    gates += hook_gates(hooks) if hooks and not hooks.get("error") else []
     if quick:
         gates = smoke(gates)
     return {
@@ -136,6 +140,7 @@ def build(runs: dict[str, ServerRun], cfg: Config, *, transport: str, started: d
         "iowait": iowait,
         "openloop": openloop,
         "vectors": vectors,
+        "hooks": hooks,
         "skipped": skipped or {},
         "gates": [g.as_dict() for g in gates],
         "gates_enforced": gates_enforced,
@@ -180,7 +185,8 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", *table(doc["http"], gates, _num, _ratio)]
     if doc.get("pertool"):
         lines += ["", *pertool_table(doc["pertool"], _num)]
-    for key, render in (("iowait", iowait_table), ("openloop", openloop_table), ("vectors", vector_table)):
+    for key, render in (("iowait", iowait_table), ("openloop", openloop_table), ("vectors", vector_table),
+                        ("hooks", hook_table)):
         stage = doc.get(key)
         if stage and stage.get("error"):
             lines += ["", f"## {key}: the stage broke", "", f"**Harness error**: {stage['error']}"]

@@ -20,7 +20,6 @@ from specactor.actors.knowledge_reader import GitFailed, RepoMissing
 from specactor.actors.memory_actors import embeddings_endpoint
 from specactor.actors.storage import Tx
 from specactor.actors.supervisor import ChildSpec
-from specactor.concurrency.tasks import Task
 from specactor.config import Config
 from specactor.domain.changes import Change
 from specactor.domain.knowledge import api as k
@@ -42,9 +41,9 @@ from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import NotFound, ProviderError, ToolError
 from specactor.protocol.registry import Registry
 from specactor.sqlite.memory_db import delete_memory, insert_memory, load_sync, search
-from specactor.toolsets import knowledge_tasks
 
 if TYPE_CHECKING:
+    from specactor.concurrency.tasks import Task
     from specactor.toolsets import Services
 
 TOOLSET = "memory"
@@ -169,6 +168,8 @@ def register(registry: Registry, services: Services) -> None:
 
     async def heavy(task: Task[Snapshot, T], snap: Snapshot, *args: Any) -> T:
         """`task` on `snap`, through the worker pool (in-process when nothing else is heavy)."""
+        from specactor.toolsets import knowledge_tasks  # imported by the first knowledge call, not at start
+
         await up(services.pool.spec)
         return await services.pool.call(task, knowledge_tasks.snapshot_key(workspace, snap), snap, *args)
 
@@ -184,7 +185,9 @@ def register(registry: Registry, services: Services) -> None:
                    input=k.KnowledgeQueryIn, output=k.KnowledgeQueryOut, toolset=TOOLSET)
     async def knowledge_query(args: k.KnowledgeQueryIn, ctx: RequestContext) -> k.KnowledgeQueryOut:
         snap = await snapshot()
-        items, total = await heavy(knowledge_tasks.QUERY, snap, args)
+        from specactor.toolsets.knowledge_tasks import QUERY
+
+        items, total = await heavy(QUERY, snap, args)
         return k.KnowledgeQueryOut(items=items, total_count=total, problems=snap.problems)
 
     @registry.tool("knowledge_show", description="One knowledge item in full, with its constraints and, on "
@@ -219,7 +222,9 @@ def register(registry: Registry, services: Services) -> None:
             items = snap.binding(settings.identifiers(ctx))
         files = [(f.path, f.content) for f in args.files] if args.files is not None else None
         deps = [(d.name, d.version) for d in args.dependencies] if args.dependencies is not None else None
-        found = await heavy(knowledge_tasks.CHECK, snap, [i.id for i in items], files, deps, args.min_severity)
+        from specactor.toolsets.knowledge_tasks import CHECK
+
+        found = await heavy(CHECK, snap, [i.id for i in items], files, deps, args.min_severity)
         return k.KnowledgeCheckOut(passed=found.passed, violations=found.violations, summary=found.summary,
                                    problems=snap.problems, invalid_constraints=found.invalid)
 

@@ -187,11 +187,19 @@ def test_the_double_handle_sets_an_outage_and_reads_request_counts_over_http() -
 
 def loop_section(one: float, many: float, *, quick: bool = False) -> dict[str, Any]:
     def lv(clients: int, p95: float) -> dict[str, Any]:
-        return {**level(p95), "clients": clients, "offered_per_s": clients * 10.0, "achieved_per_s": clients * 9.5,
+        return {**level(p95), "clients": clients, "offered_per_s": clients * 5.0, "achieved_per_s": clients * 4.9,
                 "late_sends": 0, "server_cpu_ms_per_call": 1.0, "per_op": {"spec_list": level(p95)}}
 
-    return {"quick": quick, "sizes": openloop.FULL, "period_ms": 100.0, "clients": 100, "mix": ["spec_list"],
-            "single": lv(1, one), "open": lv(100, many), "ratio_p95": many / one}
+    def run(rate: float) -> dict[str, Any]:
+        return {"rate_per_client": rate, "offered_per_s": 100 * rate, "single": lv(1, one), "open": lv(100, many),
+                "ratio_p95": many / one}
+
+    probe = {"offered_per_s": 500.0, "single_p95_ms": one, "open_p95_ms": many, "ratio_p95": many / one,
+             "achieved_per_s": 490.0, "server_cpu_ms_per_call": 1.0, "holds": many / one <= 1.5, "from": "gate"}
+    knee = {"knee_per_s": 500.0, "first_fail_per_s": None, "closed": True, "rates_per_s": [200.0, 500.0],
+            "probes": [probe], "spent_s": 0.0, "budget_s": 90.0}
+    return {"quick": quick, "sizes": openloop.FULL, "clients": 100, "mix": ["spec_list"], "workers": 2,
+            "gate": run(5.0), "stress": run(10.0), "knee": {"2": knee, "1": knee}}
 
 
 def test_open_loop_fails_when_the_crowd_p95_is_more_than_one_and_a_half_times_one_clients() -> None:
@@ -204,5 +212,6 @@ def test_open_loop_fails_when_the_crowd_p95_is_more_than_one_and_a_half_times_on
 
 def test_open_loop_table_has_a_row_per_client_count_and_per_operation() -> None:
     lines = openloop.table(loop_section(4.0, 6.0), lambda v: "-" if v is None else f"{v:.3g}")
-    assert sum(line.startswith("| 1 |") or line.startswith("| 100 |") for line in lines) == 2
+    runs = [line for line in lines if line.startswith(("| gate,", "| stress"))]
+    assert [line.split(" | ")[1] for line in runs] == ["1", "100", "1", "100"]  # one client and the crowd, each run
     assert any(line.startswith("| spec_list |") for line in lines)
