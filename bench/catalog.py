@@ -91,7 +91,9 @@ def _bench_tasks(root: Path, changes: list[str], calls: int) -> list[tuple[str, 
     return [t for row in zip(*by_change, strict=True) for t in row]  # consecutive tasks: different changes
 
 
-def _memories(db: Path, count: int) -> list[str]:
+def memories(db: Path, count: int, *, project: str | None = None) -> list[str]:
+    """`count` English-like memories in the user layer (in `project`'s layer when given), loaded in
+    one transaction; 500 queries drawn from them."""
     from specactor.domain.memory.layers import Identifiers, scope_key
     from specactor.domain.memory.records import NewMemory
     from specactor.sqlite.memory_db import connect, insert_memory
@@ -102,10 +104,12 @@ def _memories(db: Path, count: int) -> list[str]:
              for _ in range(count)]
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = connect(db, writer=True)
-    key = scope_key("user", Identifiers(user_id=USER_ID))
+    layer, ids, labels = (("project", Identifiers(project_id=project), {"projectId": project}) if project
+                          else ("user", Identifiers(user_id=USER_ID), {"userId": USER_ID}))
+    key = scope_key(layer, ids)
     conn.execute("BEGIN")
     for text in texts:
-        insert_memory(conn, NewMemory(text, "user", key, {"userId": USER_ID}, [], {}))
+        insert_memory(conn, NewMemory(text, layer, key, labels, [], {}))
     conn.execute("COMMIT")
     conn.close()
     return [corpus.query(corpus.rng.choice(texts)) for _ in range(500)]
@@ -119,7 +123,7 @@ def build(root: Path, sizes: Sizes, calls: int) -> Seeds:
     caps, changes = ospec.workspace(root, sizes.openspec_specs, sizes.changes)
     designed = [c for c in changes if (root / "openspec" / "changes" / c / "design.md").exists()]
     tasks = _bench_tasks(root, changes, calls)
-    queries = _memories(root / ".bench" / "memory.db", sizes.memories)
+    queries = memories(root / ".bench" / "memory.db", sizes.memories)
     knowledge_repo(root / ".bench" / "knowledge", sizes.knowledge_items)
     return Seeds(roles, caps, changes, designed, tasks, [f"pol-{i:04d}" for i in range(sizes.knowledge_items)],
                  queries, sizes, source_files(200))

@@ -18,7 +18,6 @@ smoke) uses 2,000 memories, 200 items and fewer runs; its verdicts are smoke.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -32,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import stagecli
+from bench.catalog import memories
 from bench.gates import GateResult
 from bench.stats import percentile
 from bench.transport import HarnessError
-from bench.workloads.memory import Corpus, knowledge_repo
+from bench.workloads.memory import knowledge_repo
 
 SESSION_START_P95_MS = 250.0
 PROMPT_P95_MS = 150.0
@@ -52,26 +52,6 @@ class Plan:
 
 QUICK = Plan(2_000, 200, 8)
 FULL = Plan(100_000, 1_000, 40)
-
-
-def _store(db: Path, count: int, corpus: Corpus) -> list[str]:
-    """`count` memories in the project layer; queries drawn from them."""
-    from specactor.domain.memory.layers import Identifiers, scope_key
-    from specactor.domain.memory.records import NewMemory
-    from specactor.sqlite.memory_db import connect, insert_memory
-
-    cum = list(itertools.accumulate(corpus.weights))
-    texts = [" ".join(corpus.rng.choices(corpus.words, cum_weights=cum, k=corpus.rng.randint(10, 40)))
-             for _ in range(count)]
-    db.parent.mkdir(parents=True, exist_ok=True)
-    conn = connect(db, writer=True)
-    key = scope_key("project", Identifiers(project_id=PROJECT))
-    conn.execute("BEGIN")
-    for text in texts:
-        insert_memory(conn, NewMemory(text, "project", key, {"projectId": PROJECT}, [], {}))
-    conn.execute("COMMIT")
-    conn.close()
-    return [corpus.query(corpus.rng.choice(texts)) for _ in range(200)]
 
 
 def _program() -> list[str]:
@@ -103,7 +83,7 @@ def run(quick: bool, progress: Callable[[str], None]) -> dict[str, Any]:
         progress(f"hooks: building {plan.items} knowledge items and {plan.memories:,} project memories")
         built = time.monotonic()
         knowledge_repo(root / "knowledge", plan.items)
-        queries = _store(root / ".bench" / "memory.db", plan.memories, Corpus())
+        queries = memories(root / ".bench" / "memory.db", plan.memories, project=PROJECT)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPECACTOR_")}
         env |= {"SPECACTOR_MEMORY_DB": str(root / ".bench" / "memory.db"),
                 "SPECACTOR_KNOWLEDGE_REPO": str(root / "knowledge"), "SPECACTOR_MEMORY_PROJECT_ID": PROJECT}

@@ -90,18 +90,34 @@ def _network_reason(text: str) -> str | None:
     return (fetch or errors or lines or ["network error"])[0]
 
 
-def probe_registry() -> None:
-    """Raise Unreachable when `npm view` cannot reach the registry within PROBE_TIMEOUT."""
-    cmd = ["npm", "view", f"{PACKAGE}@0.1.16", "version", "--fetch-retries=1", "--fetch-timeout=20000"]
+def run_npm(cmd: list[str], *, timeout: float, cwd: Path | None = None,
+            failed: type[Exception] = HarnessError) -> subprocess.CompletedProcess[str]:
+    """Run an npm command (`npm view`, `npm ci`, `npm install`); the bench's TS peer and the e2e
+    clients install with it too.
+
+    Raises:
+        Unreachable: npm is missing, the registry cannot be reached, or `cmd` outlasts `timeout`.
+        failed: npm failed for another reason (its stderr's tail in the message).
+    """
+    if shutil.which(cmd[0]) is None:
+        raise Unreachable(f"`{cmd[0]}` is not installed")
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise Unreachable(f"`{' '.join(cmd)}` gave no answer within {PROBE_TIMEOUT:.0f} s") from None
+        raise Unreachable(f"`{' '.join(cmd)}` gave no answer within {timeout:.0f} s") from None
     if done.returncode != 0:
         reason = _network_reason(done.stderr + done.stdout)
         if reason is not None:
             raise Unreachable(reason)
-        raise HarnessError(f"`{' '.join(cmd)}` failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        where = f" in {cwd}" if cwd else ""
+        raise failed(f"`{' '.join(cmd)}`{where} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+    return done
+
+
+def probe_registry() -> None:
+    """Raise Unreachable when `npm view` cannot reach the registry within PROBE_TIMEOUT."""
+    run_npm(["npm", "view", f"{PACKAGE}@0.1.16", "version", "--fetch-retries=1", "--fetch-timeout=20000"],
+            timeout=PROBE_TIMEOUT)
 
 
 def _installed_version(directory: Path, package: str) -> str | None:

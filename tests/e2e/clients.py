@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from tests.conformance.results import HarnessError
-from tests.conformance.run import Unreachable, _network_reason
+from tests.conformance.run import Unreachable, run_npm
 
 SOURCE = Path(__file__).resolve().parent
 DIR = SOURCE.parents[1] / ".e2e" / "clients"
@@ -72,21 +72,10 @@ def ensure(timeout: float) -> Path:
             shutil.copyfile(SOURCE / name, DIR / name)
     if installed():
         return BIN
-    if shutil.which("npm") is None:
-        raise Unreachable("`npm` is not installed")
     (DIR / STAMP).unlink(missing_ok=True)
     # One retry, soon: an unreachable registry is known in ~20 s instead of npm's ~2 minutes of backoff.
-    cmd = ["npm", "install", "--no-audit", "--no-fund", "--fetch-retries=1", "--fetch-timeout=20000",
-           "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"]
-    try:
-        done = subprocess.run(cmd, cwd=DIR, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise Unreachable(f"`{' '.join(cmd)}` did not finish within {timeout:.0f} s") from None
-    if done.returncode != 0:
-        reason = _network_reason(done.stderr + done.stdout)
-        if reason is not None:
-            raise Unreachable(reason)
-        raise HarnessError(f"`{' '.join(cmd)}` in {DIR} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+    run_npm(["npm", "install", "--no-audit", "--no-fund", "--fetch-retries=1", "--fetch-timeout=20000",
+             "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"], timeout=timeout, cwd=DIR)
     found = {name: _version(name) for name in PACKAGES}
     if found != pinned():
         raise HarnessError(f"after `npm install`, {DIR} holds {found}, not {pinned()}")

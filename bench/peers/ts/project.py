@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 from bench.peers.ts import DIR, NODE, SOURCE
 from bench.transport import HarnessError
-from tests.conformance.run import NODE_MAJOR, Unreachable, _network_reason
+from tests.conformance.run import NODE_MAJOR, Unreachable, run_npm
 
 SDK = "@modelcontextprotocol/sdk"
 FILES = ("package.json", "package-lock.json", "server.mjs")
@@ -76,19 +75,9 @@ def ensure(timeout: float) -> Path:
     _copy_sources()
     if installed():
         return NODE
-    if shutil.which("npm") is None:
-        raise Unreachable("`npm` is not installed")
     (DIR / STAMP).unlink(missing_ok=True)
-    cmd = ["npm", "ci", "--no-audit", "--no-fund", "--fetch-retries=1", "--fetch-timeout=20000"]
-    try:
-        done = subprocess.run(cmd, cwd=DIR, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise Unreachable(f"`{' '.join(cmd)}` did not finish within {timeout:.0f} s") from None
-    if done.returncode != 0:
-        reason = _network_reason(done.stderr + done.stdout)
-        if reason is not None:
-            raise Unreachable(reason)
-        raise HarnessError(f"`{' '.join(cmd)}` in {DIR} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+    run_npm(["npm", "ci", "--no-audit", "--no-fund", "--fetch-retries=1", "--fetch-timeout=20000"],
+            timeout=timeout, cwd=DIR, failed=HarnessError)
     found, wanted = versions(), _wanted()
     if found != wanted or not NODE.exists() or (found["node"] or "").split(".")[0] != NODE_MAJOR:
         raise HarnessError(f"after `npm ci`, {DIR} holds {found}, not {wanted} with its node binary")
