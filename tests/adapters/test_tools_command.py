@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import msgspec
 import pytest
+import structlog
 import trio
 
+from specactor import logsetup
 from specactor.adapters.definitions import DRAFT_07, draft07
 from specactor.adapters.tools_command import tools_main
 from specactor.config import SessionLogConfig, load
@@ -18,12 +22,20 @@ from specactor.testing import open_memory_server
 
 
 @pytest.fixture(autouse=True)
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in [n for n in __import__("os").environ if n.startswith("SPECACTOR_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("SPECACTOR_MEMORY_DB", str(tmp_path / "data" / "memory.db"))
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    yield tmp_path
+    # the command sets the process's logging up (JSON on stderr), as a command should; the tests
+    # after this one find logging as the suite has it
+    logsetup._pending = None  # asked for by the command, not applied yet: not for the next test
+    structlog.reset_defaults()
+    root.setLevel(level)
+    root.handlers[:] = handlers
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:

@@ -100,7 +100,8 @@ async def test_an_unreachable_emergent_is_logged_and_the_server_serves_and_keeps
         status = (await client.request("tools/call", {"name": "graph_status", "arguments": {}}))["result"]
         data = status["structuredContent"]["data"]
         assert data["connected"] is False and data["outbox"]["pending"] > 0 and "127.0.0.1" in data["lastError"]
-    assert "Emergent is unreachable" in capsys.readouterr().out
+    logged = capsys.readouterr()
+    assert "Emergent is unreachable" in logged.out + logged.err  # stderr once a command set logging up
 
 
 async def test_an_outbox_that_cannot_be_opened_fails_graph_sync_not_the_server(tmp_path: Path) -> None:
