@@ -2,7 +2,8 @@
 stripping runs the .ts as is) and driven through their hooks with a stand-in `specactor` that logs
 its calls: the context is pushed once per session and the same on every call, subagents get none,
 an edit's constraint findings reach the tool output, compaction keeps the context, and a missing
-`specactor` adds nothing (fail open). Skipped, saying so, without a Node 22."""
+`specactor` adds nothing (fail open). Without a Node 22 here, the e2e clients' pinned one is
+installed; skipped, saying so, only when npm cannot reach its registry."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ FINDING = "knowledge_check: ADR-7 (block) at a.py:3"
 
 
 def node22() -> str | None:
-    """A Node >= 22.6 (type stripping): the conformance suite's private one, else the PATH's."""
-    candidates = sorted(REPO.glob(".conformance/*/node_modules/.bin/node"))
+    """A Node >= 22.6 (type stripping): the conformance suite's or the e2e clients' private one, else the PATH's."""
+    candidates = sorted([*REPO.glob(".conformance/*/node_modules/.bin/node"),
+                         *REPO.glob(".e2e/*/node_modules/.bin/node")])
     found = shutil.which("node")
     for node in [*map(str, candidates), *([found] if found else [])]:
         try:
@@ -37,9 +39,23 @@ def node22() -> str | None:
     return None
 
 
-NODE = node22()
-pytestmark = pytest.mark.skipif(NODE is None, reason="no Node >= 22.6 here (none on PATH, and no .conformance/ "
-                                "install from `python -m tests.conformance.run`): the OpenCode plugin is not loaded")
+INSTALL_TIMEOUT = 600.0  # the e2e clients' pinned install, Node 22 among them, when no Node 22 is here yet
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """A Node >= 22.6; installs the e2e clients' pinned one (tests/e2e/clients.py) when none is found,
+    and skips only when npm cannot reach its registry."""
+    from tests.conformance.run import Unreachable
+    from tests.e2e import clients
+
+    found = node22()
+    if found is None:
+        try:
+            found = str(clients.ensure(INSTALL_TIMEOUT) / "node")
+        except Unreachable as err:
+            pytest.skip(f"no Node >= 22.6 here and npm cannot install one: {err}")
+    return found
 
 FAKE = f"""#!{sys.executable}
 import json, os, sys
@@ -95,7 +111,7 @@ console.log(JSON.stringify(result))
 """
 
 
-def drive(tmp_path: Path, variant: str, command: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+def drive(node: str, tmp_path: Path, variant: str, command: str) -> tuple[dict[str, object], list[dict[str, object]]]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     assert install_main(["opencode", "--root", str(project), "--opencode-plugin", variant, "--command", command]) == 0
@@ -108,8 +124,7 @@ def drive(tmp_path: Path, variant: str, command: str) -> tuple[dict[str, object]
     script.write_text(DRIVE_V1 if variant == "v1" else DRIVE_V2)
     log = tmp_path / "calls.jsonl"
     plugin = project / ".opencode/plugins/specactor.ts"
-    assert NODE is not None
-    done = subprocess.run([NODE, "--experimental-strip-types", "--no-warnings", str(script), plugin.as_uri(),
+    done = subprocess.run([node, "--experimental-strip-types", "--no-warnings", str(script), plugin.as_uri(),
                            str(project)], capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "SPECACTOR_FAKE_LOG": str(log)})
     assert done.returncode == 0, done.stderr
@@ -126,8 +141,9 @@ def fake(tmp_path: Path) -> str:
     return str(program)
 
 
-def test_v1_plugin_pushes_one_context_per_session_skips_subagents_and_reports_edits(tmp_path: Path, fake: str) -> None:
-    result, calls = drive(tmp_path, "v1", fake)
+def test_v1_plugin_pushes_one_context_per_session_skips_subagents_and_reports_edits(
+        node: str, tmp_path: Path, fake: str) -> None:
+    result, calls = drive(node, tmp_path, "v1", fake)
     project = str(tmp_path / "project")
     assert result["system"] == [["base", CONTEXT], ["base", CONTEXT], ["base"], ["base"]]
     assert result["edit"] == f"edited a.py\n\n{FINDING}"
@@ -139,15 +155,16 @@ def test_v1_plugin_pushes_one_context_per_session_skips_subagents_and_reports_ed
     assert all(c["cwd"] == project for c in calls)
 
 
-def test_v2_plugin_adds_the_context_through_the_session_hook_and_reports_edits(tmp_path: Path, fake: str) -> None:
-    result, calls = drive(tmp_path, "v2", fake)
+def test_v2_plugin_adds_the_context_through_the_session_hook_and_reports_edits(
+        node: str, tmp_path: Path, fake: str) -> None:
+    result, calls = drive(node, tmp_path, "v2", fake)
     assert result["id"] == "specactor"
     assert result["system"] == [[{"type": "text", "text": CONTEXT}], [{"type": "text", "text": CONTEXT}], []]
     assert result["edit"] == f"wrote a.py\n\n{FINDING}"
     assert [c["argv"][0] for c in calls] == ["context", "hook"]
 
 
-def test_the_plugin_adds_nothing_and_throws_nothing_when_specactor_is_missing(tmp_path: Path) -> None:
-    result, calls = drive(tmp_path, "v1", str(tmp_path / "no-such-specactor"))
+def test_the_plugin_adds_nothing_and_throws_nothing_when_specactor_is_missing(node: str, tmp_path: Path) -> None:
+    result, calls = drive(node, tmp_path, "v1", str(tmp_path / "no-such-specactor"))
     assert result["system"] == [["base"], ["base"], ["base"], ["base"]]
     assert result["edit"] == "edited a.py" and result["compacting"] == [] and calls == []
