@@ -114,6 +114,16 @@ def run_npm(cmd: list[str], *, timeout: float, cwd: Path | None = None,
     return done
 
 
+def installed_version(project: Path, package: str) -> str | None:
+    """The version of `package` npm installed in `project` (its node_modules), None when absent or unreadable."""
+    try:
+        data = json.loads((project / "node_modules" / package / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    version = data.get("version")
+    return version if isinstance(version, str) else None
+
+
 def probe_registry() -> None:
     """Raise Unreachable when `npm view` cannot reach the registry within PROBE_TIMEOUT."""
     run_npm(["npm", "view", f"{PACKAGE}@0.1.16", "version", "--fetch-retries=1", "--fetch-timeout=20000"],

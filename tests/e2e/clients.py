@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from tests.conformance.results import HarnessError
-from tests.conformance.run import Unreachable, run_npm
+from tests.conformance.run import Unreachable, installed_version, run_npm
 
 SOURCE = Path(__file__).resolve().parent
 DIR = SOURCE.parents[1] / ".e2e" / "clients"
@@ -32,15 +32,6 @@ PACKAGES = ("@anthropic-ai/claude-code", "opencode-ai", "node")
 VERSION_TIMEOUT = 60.0  # seconds for `<client> --version`: a first start may unpack or index
 
 __all__ = ["BIN", "HarnessError", "Unreachable", "ensure", "pinned", "runs"]
-
-
-def _version(package: str) -> str | None:
-    try:
-        data = json.loads((DIR / "node_modules" / package / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    version = data.get("version")
-    return version if isinstance(version, str) else None
 
 
 def pinned() -> dict[str, str]:
@@ -55,7 +46,7 @@ def installed() -> bool:
         same_lock = (DIR / STAMP).read_bytes() == (SOURCE / "package-lock.json").read_bytes()
     except OSError:
         return False
-    return (same_lock and {name: _version(name) for name in PACKAGES} == pinned()
+    return (same_lock and {name: installed_version(DIR, name) for name in PACKAGES} == pinned()
             and all((BIN / name).exists() for name in ("claude", "opencode", "node")))
 
 
@@ -76,7 +67,7 @@ def ensure(timeout: float) -> Path:
     # One retry, soon: an unreachable registry is known in ~20 s instead of npm's ~2 minutes of backoff.
     run_npm(["npm", "install", "--no-audit", "--no-fund", "--fetch-retries=1", "--fetch-timeout=20000",
              "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"], timeout=timeout, cwd=DIR)
-    found = {name: _version(name) for name in PACKAGES}
+    found = {name: installed_version(DIR, name) for name in PACKAGES}
     if found != pinned():
         raise HarnessError(f"after `npm install`, {DIR} holds {found}, not {pinned()}")
     shutil.copyfile(SOURCE / "package-lock.json", DIR / STAMP)

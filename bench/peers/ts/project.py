@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.peers.ts import DIR, NODE, SOURCE
 from bench.transport import HarnessError
-from tests.conformance.run import NODE_MAJOR, Unreachable, run_npm
+from tests.conformance.run import NODE_MAJOR, Unreachable, installed_version, run_npm
 
 SDK = "@modelcontextprotocol/sdk"
 FILES = ("package.json", "package-lock.json", "server.mjs")
@@ -29,18 +29,9 @@ STAMP = "installed.lock"
 __all__ = ["Unreachable", "ensure", "installed", "versions"]
 
 
-def _version(package: str) -> str | None:
-    try:
-        data = json.loads((DIR / "node_modules" / package / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    version = data.get("version")
-    return version if isinstance(version, str) else None
-
-
 def versions() -> dict[str, str | None]:
     """The installed SDK and Node versions (None when absent)."""
-    return {"sdk": _version(SDK), "node": _version("node")}
+    return {"sdk": installed_version(DIR, SDK), "node": installed_version(DIR, "node")}
 
 
 def _wanted() -> dict[str, str]:
