@@ -9,8 +9,10 @@ One workspace is generated (`bench.catalog.build`: the toolset issues' sizes, sm
 --no-session-log` (every toolset on) is started, asked for its tools, resources, templates and
 prompts (tools/list, resources/list, resources/templates/list, prompts/list), and every one of
 them must have an entry in the catalogue (`bench.catalog.Catalogue.ops`), or the run stops with a
-harness error naming what is missing. Then, operation by operation: `warmup` unrecorded calls,
-`samples` sequential calls (c=1), then `bursts` closed bursts of 100 (stdio: 100 requests
+harness error naming what is missing. Then, operation by operation: `warmup` unrecorded calls and
+one unrecorded burst of 100 (over HTTP the sequential calls reach one of the worker processes, a
+burst reaches each, and each warms its own caches), `samples` sequential calls (c=1), then `bursts`
+closed bursts of 100 (stdio: 100 requests
 written at once on the one pipe; HTTP: 100 connections with a session each, one request each,
 sent back to back). Every reply is checked (a JSON-RPC error, `isError` or `success: false` the
 catalogue did not expect is a harness error). Server CPU (utime + stime of the process and of
@@ -59,7 +61,11 @@ LISTS = {"tools/list": ("tools", "tool", "name"), "resources/list": ("resources"
 class Plan:
     warmup: int
     samples: int  # sequential calls per operation (c=1)
-    bursts: int  # closed bursts of BURST per operation
+    bursts: int  # closed bursts of BURST per operation, after one unrecorded warm-up burst
+
+    def calls(self) -> int:
+        """The calls one operation makes: warm-up, c=1 samples, the warm-up burst and the bursts."""
+        return self.warmup + self.samples + (self.bursts + 1) * BURST if self.bursts else self.warmup + self.samples
 
 
 FULL = Plan(warmup=10, samples=200, bursts=3)
@@ -149,7 +155,7 @@ def _first_sync(caller: Caller) -> Timed:
 def measure(caller: Caller, op: Op, plan: Plan, cat: Catalogue | None = None) -> dict[str, Any]:
     """One operation: warm-up, `samples` calls at c=1, `bursts` bursts of BURST; figures in ms."""
     if op.prepare is not None:
-        op.prepare(plan.warmup + plan.samples + plan.bursts * BURST)
+        op.prepare(plan.calls())
     probe = cat.probe_params(op) if cat is not None else None
     if probe is not None:
         _probe(caller, probe)
@@ -179,6 +185,10 @@ def measure(caller: Caller, op: Op, plan: Plan, cat: Catalogue | None = None) ->
         run([draw()], False)
     if plan.bursts:
         caller.open_pool(BURST)  # HTTP: the burst's 100 sessions opened outside its CPU reading
+        # One unrecorded burst: the sequential warm-up reaches one HTTP worker process (one
+        # connection), the bursts reach them all; each process warms its own caches (a cold
+        # `list` costs ~250 ms in the worker that meets it first).
+        run([draw() for _ in range(BURST)], True)
     retried.update(c1=0, c100=0)  # the warm-up's do not count
     cpu0 = cpu_seconds(caller.pid)
     single = [run([draw()], False)[0] for _ in range(plan.samples)]
@@ -251,7 +261,7 @@ def _peers(callers: dict[str, Caller], plan: Plan) -> dict[str, dict[str, Any]]:
 
 
 def _transport(name: str, template: Path, seeds: catalog.Seeds, tmp: Path, plan: Plan,
-               progress: Callable[[str], None]) -> dict[str, Any]:
+               progress: Callable[[str], None], only: re.Pattern[str] | None = None) -> dict[str, Any]:
     started = time.monotonic()
     root = tmp / name
     catalog.copy(template, root)
@@ -277,10 +287,11 @@ def _transport(name: str, template: Path, seeds: catalog.Seeds, tmp: Path, plan:
         entry["first_sync_ms"] = round(first.ms, 1)
         for key in ("sdk", "floor"):
             callers[key] = make(specs[key], root, TIMEOUT_S)
-        for k, op in enumerate(ops, 1):
+        chosen = [op for op in ops if only is None or only.search(op.key) or op.key == "tool:spec_list"]
+        for k, op in enumerate(chosen, 1):
             entry["ops"][op.key] = measure(sa, op, plan, cat)
             fig = entry["ops"][op.key]
-            progress(f"per-tool {name} {k}/{len(ops)} {op.key}: median {fig['median_ms']:.2f} ms, "
+            progress(f"per-tool {name} {k}/{len(chosen)} {op.key}: median {fig['median_ms']:.2f} ms, "
                      f"p95 {fig['p95_ms']:.2f} ms, p95 c={BURST} {fig['p95_c100_ms']:.1f} ms")
             if op.key == "tool:spec_list":
                 entry["peers"] = _peers(callers, plan)
@@ -303,22 +314,24 @@ def _transport(name: str, template: Path, seeds: catalog.Seeds, tmp: Path, plan:
 
 
 def run(quick: bool, progress: Callable[[str], None], transports: list[str], *, samples: int | None = None,
-        bursts: int | None = None) -> dict[str, Any]:
+        bursts: int | None = None, only: str | None = None) -> dict[str, Any]:
     """The `pertool` section of the results document (JSON-able); `samples` and `bursts` override the
-    plan's calls at c=1 and bursts of 100 per operation."""
+    plan's calls at c=1 and bursts of 100 per operation; `only` (a regex over `kind:name` keys) measures
+    just the operations it matches (and spec_list, beside its peers): a partial run, its gates SMOKE."""
     sizes, plan = (catalog.QUICK, QUICK) if quick else (catalog.FULL, FULL)
     plan = Plan(plan.warmup, samples or plan.samples, bursts or plan.bursts)
     section: dict[str, Any] = {"quick": quick, "sizes": asdict(sizes), "sizes_text": sizes.text(),
                                "plan": {**asdict(plan), "burst": BURST}, "http_era": ERA, "cores": available_cores(),
-                               "http_workers": http_workers(), "transports": {}}
+                               "http_workers": http_workers(), "transports": {}, "only": only}
     with tempfile.TemporaryDirectory(prefix="specactor-bench-pertool-") as tmp:
         progress(f"per-tool: generating the workspace ({sizes.text()})")
         started = time.monotonic()
-        seeds = catalog.build(Path(tmp) / "template", sizes, plan.warmup + plan.samples + plan.bursts * BURST)
+        seeds = catalog.build(Path(tmp) / "template", sizes, plan.calls())
         section["generate_s"] = round(time.monotonic() - started, 1)
         for name in transports:
             progress(f"per-tool over {name}: {plan.samples} calls at c=1 and {plan.bursts} x {BURST} per operation")
-            section["transports"][name] = _transport(name, Path(tmp) / "template", seeds, Path(tmp), plan, progress)
+            section["transports"][name] = _transport(name, Path(tmp) / "template", seeds, Path(tmp), plan, progress,
+                                                     re.compile(only) if only else None)
     return section
 
 
@@ -344,8 +357,9 @@ def gates(section: dict[str, Any]) -> list[GateResult]:
         detail = f"{len(entry['ops'])} operations; worst {worst[0]} p95 {worst[2]:.1f} ms at c={worst[1]}"
         if over:
             detail += "; over: " + ", ".join(over)
-        if section.get("quick"):
-            out.append(GateResult(gate, target, "smoke", f"smoke (quick, {section['sizes_text']}): {detail}", keys))
+        if section.get("quick") or section.get("only"):
+            why = "quick, " + section["sizes_text"] if section.get("quick") else f"partial: --only {section['only']}"
+            out.append(GateResult(gate, target, "smoke", f"smoke ({why}): {detail}", keys))
         else:
             out.append(_gate(gate, target, keys, not over, detail))
     return out
@@ -364,7 +378,8 @@ def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[s
              f"{plan['burst']}", "",
              f"Workspace ({'quick, smaller than the issues: gate SMOKE' if section['quick'] else 'the issues sizes'}):"
              f" {section['sizes_text']}; generated in {section['generate_s']} s and copied afresh per transport. "
-             f"Per operation: {plan['warmup']} warm-up calls, {plan['samples']} sequential calls (c=1), then "
+             f"Per operation: {plan['warmup']} warm-up calls and one warm-up burst of {plan['burst']} (unrecorded; "
+             f"with HTTP workers, sequential calls reach one process), {plan['samples']} sequential calls (c=1), then "
              f"{plan['bursts']} closed burst(s) of {plan['burst']} (stdio: pipelined on one pipe; HTTP: "
              f"{plan['burst']} connections, one request each, era {section['http_era']}). HTTP: `specactor serve "
              f"--http` in its default deployment (`--workers` = the cores: {section.get('http_workers', '?')} "
@@ -430,12 +445,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the section here")
     parser.add_argument("--samples", type=int, help=f"calls at c=1 per operation (default {FULL.samples})")
     parser.add_argument("--bursts", type=int, help=f"bursts of {BURST} per operation (default {FULL.bursts})")
+    parser.add_argument("--only", metavar="REGEX", help="measure only the operations whose `kind:name` key matches "
+                        "(e.g. 'tool:list$|prompt:'); gates SMOKE")
     args = parser.parse_args(argv)
     if (args.samples is not None and args.samples < 1) or (args.bursts is not None and args.bursts < 1):
         parser.error("--samples and --bursts must be at least 1")
     transports = list(TRANSPORTS) if args.transport == "all" else [args.transport]
     section = run(args.quick, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True), transports,
-                  samples=args.samples, bursts=args.bursts)
+                  samples=args.samples, bursts=args.bursts, only=args.only)
     if args.json:
         args.json.write_text(json.dumps(section, indent=1, allow_nan=False) + "\n")
     print("\n".join(table(section, _num)))

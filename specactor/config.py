@@ -109,7 +109,7 @@ class KnowledgeConfig(_Base, frozen=True):
 
 
 class ContextConfig(_Base, frozen=True):
-    budget: Annotated[int, Meta(ge=200, le=100_000)] = 5000  # characters of session context (prompt, resource)
+    budget: Annotated[int, Meta(ge=200, le=100_000)] = 5000  # characters of session context
 
 
 class OpenSpecConfig(_Base, frozen=True):

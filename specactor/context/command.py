@@ -23,8 +23,8 @@ def parser() -> argparse.ArgumentParser:
                                 "the accepted knowledge constraints that bind it, then its newest memories, inside "
                                 "<specactor-context> tags.")
     p.add_argument("--root", default=".", help="the workspace (default: the current directory)")
-    p.add_argument("--budget", type=int, default=text.DEFAULT_BUDGET,
-                   help=f"most characters printed (default: {text.DEFAULT_BUDGET})")
+    p.add_argument("--budget", type=int, help="most characters printed (default: the context.budget setting, "
+                   f"{text.DEFAULT_BUDGET} unless set)")
     p.add_argument("--format", choices=["text", "json"], default="text",
                    help="text, or JSON {context, constraints, memories, problems}")
     p.add_argument("--session", help="the client's session id (accepted for plugins; the context is the same)")
@@ -33,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.budget < 1:
+    if args.budget is not None and args.budget < 1:
         print("specactor: --budget must be at least 1", file=sys.stderr)
         return 2
     try:
@@ -44,7 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     found = gather(sources, Deadline(30.0))
     for problem in found.problems:
         print(f"specactor: {problem}", file=sys.stderr)
-    context = text.session_context(found.items, found.notes, args.budget, project=sources.ids.project_id)
+    budget = sources.budget if args.budget is None else args.budget
+    context = text.session_context(found.items, found.notes, budget, project=sources.ids.project_id)
     if args.format == "json":
         doc = {"context": context, "constraints": len(text.constraint_lines(found.items)),
                "memories": len(found.notes), "problems": found.problems}

@@ -58,13 +58,14 @@ class Sources:
     memory_db: Path
     knowledge: Path
     ids: Identifiers
+    budget: int = text.DEFAULT_BUDGET  # the `context.budget` setting: characters of session context
 
     @classmethod
     def from_config(cls, config: Config) -> Sources:
         mem = config.memory
         ids = Identifiers(project_id=mem.project_id or config.root_path.name or None, team_id=mem.team_id,
                           org_id=mem.org_id, company_id=mem.company_id)
-        return cls(config.root_path, config.memory_db_path, config.knowledge_repo_path, ids)
+        return cls(config.root_path, config.memory_db_path, config.knowledge_repo_path, ids, config.context.budget)
 
     @classmethod
     def at(cls, root: str | Path) -> Sources:
@@ -205,16 +206,18 @@ def gather(sources: Sources, deadline: Deadline, *, query: str | None = None, kn
     return out
 
 
-def get_session_context(root: str | Path, budget: int = text.DEFAULT_BUDGET, *, seconds: float = 5.0) -> str:
+def get_session_context(root: str | Path, budget: int | None = None, *, seconds: float = 5.0) -> str:
     """The session context of the workspace `root`: its binding constraints, then its newest
-    memories, inside `<specactor-context>` tags, at most `budget` characters ("" when there is none).
+    memories, inside `<specactor-context>` tags, at most `budget` characters (default: the
+    workspace's `context.budget` setting; "" when there is none).
 
     Raises:
         ConfigError: the workspace's settings are invalid.
     """
     sources = Sources.at(root)
     found = gather(sources, Deadline(seconds))
-    return text.session_context(found.items, found.notes, budget, project=sources.ids.project_id)
+    size = sources.budget if budget is None else budget
+    return text.session_context(found.items, found.notes, size, project=sources.ids.project_id)
 
 
 def instructions_summary(config: Config, base: str, *, seconds: float = 0.5) -> str:

@@ -54,7 +54,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--client", choices=CLIENTS, default="text")
     p.add_argument("--root", help="the workspace (default: SPECACTOR_ROOT, the client's project directory, the "
                    "hook's cwd)")
-    p.add_argument("--budget", type=int, default=text.DEFAULT_BUDGET, help="most characters of session context")
+    p.add_argument("--budget", type=int, help="most characters of session context (default: the context.budget "
+                   f"setting, {text.DEFAULT_BUDGET} unless set)")
     return p
 
 
@@ -70,7 +71,8 @@ def hook_main(argv: Sequence[str] | None = None) -> int:
     watchdog.daemon = True
     watchdog.start()
     try:
-        out = answer(cast(Event, args.event), cast(Client, args.client), args.root, max(1, args.budget), deadline)
+        budget = None if args.budget is None else max(1, args.budget)
+        out = answer(cast(Event, args.event), cast(Client, args.client), args.root, budget, deadline)
     except Exception:
         return 0
     if out and printing.acquire(blocking=False):  # from here on, the watchdog lets the answer finish
@@ -85,8 +87,9 @@ def _expire(printing: threading.Lock) -> None:
         os._exit(0)  # past the deadline, before anything was printed: nothing is printed
 
 
-def answer(event: Event, client: Client, root: str | None, budget: int, deadline: Deadline) -> str:
-    """The hook's stdout for `event` (without the final newline); "" for none.
+def answer(event: Event, client: Client, root: str | None, budget: int | None, deadline: Deadline) -> str:
+    """The hook's stdout for `event` (without the final newline); "" for none. `budget`: characters
+    of session context, None for the workspace's `context.budget` setting.
 
     Raises:
         Exception: anything; the caller prints nothing.
@@ -95,6 +98,8 @@ def answer(event: Event, client: Client, root: str | None, budget: int, deadline
     if event == "stop":
         return ""
     sources = Sources.at(workspace(root, hook))
+    if budget is None:
+        budget = sources.budget
     if event == "session-end":
         forget(sources.root, hook.session_id)
         return ""

@@ -18,6 +18,7 @@ from specactor.actors.knowledge_reader import GitFailed, RepoMissing
 from specactor.context.reader import NEWEST, Sources
 from specactor.domain import context as text
 from specactor.domain.knowledge.api import Item
+from specactor.domain.knowledge.sync import Snapshot
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import ToolError
 from specactor.protocol.registry import Registry
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 TOOLSET = "memory"
 URI = "specactor://context"
 MAX_BUDGET = 100_000
+MADE = 16  # budgets whose text is kept (the setting's, and a few a prompt asked for)
 
 
 class ContextArgs(msgspec.Struct):
@@ -58,18 +60,31 @@ def register(registry: Registry, services: Services, *, budget: int = text.DEFAU
     if not registry.wants(TOOLSET):
         return
     sources = Sources.from_config(services.config)
+    # The text last made for each budget, with the snapshot and the memories it was made of: the
+    # same snapshot (HEAD unchanged) and equal memories give the same text, made again only when
+    # either changes (formatting 500 constraints costs ~1.5 ms; the memories' read ~0.1 ms).
+    made: dict[int, tuple[Snapshot | None, list[text.Note], str]] = {}
 
     async def context(size: int) -> str:
         actors = services.memory
         await actors.up(services.supervisor, actors.store.spec, actors.reader.spec)
+        snap: Snapshot | None = None
         items: list[Item] = []
         try:
-            items = (await actors.reader.snapshot()).binding(sources.ids)
+            snap = await actors.reader.snapshot()
+            items = snap.binding(sources.ids)
         except (RepoMissing, GitFailed):
             pass  # no knowledge repository: the memories alone
         scope = sources.project_scope
         notes = await actors.store.read(lambda conn: newest_notes(conn, *scope, NEWEST)) if scope else []
-        return text.session_context(items, notes, size, project=sources.ids.project_id)
+        known = made.get(size)
+        if known is not None and known[0] is snap and known[1] == notes:
+            return known[2]
+        out = text.session_context(items, notes, size, project=sources.ids.project_id)
+        if len(made) >= MADE:
+            made.clear()
+        made[size] = (snap, notes, out)
+        return out
 
     @registry.prompt("session_context", description="This project's session context: the accepted knowledge "
                      "constraints that bind it (block severity first), then its newest memories, as facts inside "

@@ -84,6 +84,21 @@ def test_session_start_respects_the_budget(ws: Workspace) -> None:
     assert 0 < len(out.rstrip("\n")) <= 600
 
 
+def test_the_context_budget_setting_sizes_the_hook_and_the_command(ws: Workspace) -> None:
+    """`context.budget` (here from SPECACTOR_CONTEXT_BUDGET) is the default of both; --budget overrides it."""
+    env = ws.env() | {"SPECACTOR_CONTEXT_BUDGET": "600"}
+    data = json.dumps(start_input(ws)).encode()
+    hook = subprocess.run([sys.executable, "-m", "specactor.hooks", "session-start", "--client", "text"], input=data,
+                          capture_output=True, env=env, cwd=ws.root, timeout=30)
+    command = subprocess.run([sys.executable, "-m", "specactor.context"], capture_output=True, env=env, cwd=ws.root,
+                             timeout=30)
+    wider = subprocess.run([sys.executable, "-m", "specactor.context", "--budget", "5000"], capture_output=True,
+                           env=env, cwd=ws.root, timeout=30)
+    said = hook.stdout.decode().rstrip("\n")
+    assert said == command.stdout.decode().rstrip("\n") and 0 < len(said) <= 600
+    assert len(wider.stdout.decode().rstrip("\n")) > 600
+
+
 # ---------------------------------------------------------------------- prompt
 
 
