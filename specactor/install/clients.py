@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from specactor.adapters.opencode import SERVER_KEY as OPENCODE_KEY
 from specactor.install.jsonc import JsonPath
 
 CLIENTS = ("claude-code", "opencode", "cursor", "codex", "gemini", "vscode")
@@ -208,7 +209,7 @@ def plan(client: str, scope: str, base: Path, *, command: str = "specactor",
         server = {"type": "local", "command": [command, "serve"], "environment": {"SPECACTOR_ROOT": "{env:PWD}"},
                   "enabled": True, "timeout": 10000}
         config = JsonTarget(_opencode_config(base, folder),
-                            (Setting(("mcp", "specactor"), server), ListItem(("instructions",), notes_ref)),
+                            (Setting(("mcp", OPENCODE_KEY), server), ListItem(("instructions",), notes_ref)),
                             skeleton={"$schema": "https://opencode.ai/config.json"})
         variants = tuple(opencode_plugin(command, v) for v in ("v1", "v2"))
         plugin = OwnedTarget(plugin_dir + "specactor.ts", opencode_plugin(command, opencode_plugin_variant), variants)

@@ -14,12 +14,14 @@ reads next.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from specactor.adapters.opencode import OpenCodeAdapter
 from tests.context.workspace import MINE, THEIRS, USERS, Workspace
 from tests.e2e.conftest import client_env
 from tests.e2e.stand_in import Reply, StandIn
@@ -82,7 +84,8 @@ def system_texts(body: dict[str, Any]) -> list[str]:
 
 
 def test_opencode_plugin_puts_the_context_in_the_system_prompt_and_reports_a_violating_write(
-        opencode: Path, client_bin: Path, ws: Workspace, tmp_path: Path, closed_port: int) -> None:
+        opencode: Path, client_bin: Path, ws: Workspace, tmp_path: Path, closed_port: int,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     env = client_env(ws, home, client_bin, closed_port) | {
         "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
@@ -110,6 +113,16 @@ def test_opencode_plugin_puts_the_context_in_the_system_prompt_and_reports_a_vio
     assert "This project is served by specactor" in system
     assert '<server name="specactor">' in system and "[block] pol-eval: No eval" in system
     assert "specactor_knowledge_check" in tool_names(first)
+
+    # The Python side of the adapter names the tools as this OpenCode does, and gives the plugin's context.
+    for name in [n for n in os.environ if n.startswith("SPECACTOR_")]:
+        monkeypatch.delenv(name)
+    for name, value in ws.env().items():
+        if name.startswith("SPECACTOR_"):
+            monkeypatch.setenv(name, value)
+    adapter = OpenCodeAdapter(ws.root)
+    assert {t.name for t in adapter.get_tools()} <= tool_names(first)
+    assert adapter.get_session_context() == context
 
     # The write ran, and tool.execute.after put the violation into the output the model reads next.
     assert (ws.root / "src" / "calc.js").read_text() == VIOLATING
