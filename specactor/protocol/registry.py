@@ -173,7 +173,9 @@ class Registry:
         """Typed registration: `input`/`output` Structs give the schemas; results use the envelope.
 
         With `envelope=False` the handler returns its own `CallToolResult` (content blocks), and
-        only the input side is typed: the fixtures that must answer exact content use this.
+        only the input side is typed: the fixtures that must answer exact content use this. A
+        handler may return its `output` already encoded, as `msgspec.Raw` JSON (knowledge_check,
+        whose large answer is encoded in the worker process that computed it): embedded as is.
         """
         check_input_type(input)
         input_schema = schema_of(input)

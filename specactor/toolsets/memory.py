@@ -211,7 +211,7 @@ def register(registry: Registry, services: Services) -> None:
                    "accepted knowledge items that bind this project (or of knowledgeItemIds). passed is false "
                    "when a block-level constraint is violated.", input=k.KnowledgeCheckIn,
                    output=k.KnowledgeCheckOut, toolset=TOOLSET)
-    async def knowledge_check(args: k.KnowledgeCheckIn, ctx: RequestContext) -> k.KnowledgeCheckOut:
+    async def knowledge_check(args: k.KnowledgeCheckIn, ctx: RequestContext) -> msgspec.Raw:
         snap = await snapshot()
         if args.knowledge_item_ids is not None:
             unknown = [i for i in args.knowledge_item_ids if i not in snap.items]
@@ -224,9 +224,8 @@ def register(registry: Registry, services: Services) -> None:
         deps = [(d.name, d.version) for d in args.dependencies] if args.dependencies is not None else None
         from specactor.toolsets.knowledge_tasks import CHECK
 
-        found = await heavy(CHECK, snap, [i.id for i in items], files, deps, args.min_severity)
-        return k.KnowledgeCheckOut(passed=found.passed, violations=found.violations, summary=found.summary,
-                                   problems=snap.problems, invalid_constraints=found.invalid)
+        found = await heavy(CHECK, snap, [i.id for i in items], files, deps, args.min_severity, snap.problems)
+        return msgspec.Raw(found)  # KnowledgeCheckOut, encoded where it was computed
 
     @registry.tool("sync_now", description="Sync knowledge into pointer memories: a delta from git since the last "
                    "synced commit, or everything with force.", input=k.SyncNowIn, output=k.SyncNowOut,
