@@ -42,7 +42,7 @@ from bench import catalog
 from bench.callers import Call, HttpCaller, StdioCaller, Timed
 from bench.catalog import Catalogue, CatalogueError, Op
 from bench.gates import P95_MS, GateResult, _gate
-from bench.servers import REPO, http_workers, server_specs
+from bench.servers import REPO, compile_bytecode, http_workers, server_specs
 from bench.stats import percentile, ratio, summarize
 from bench.transport import HarnessError, ServerSpec
 from specactor.config import available_cores
@@ -451,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     if (args.samples is not None and args.samples < 1) or (args.bursts is not None and args.bursts < 1):
         parser.error("--samples and --bursts must be at least 1")
     transports = list(TRANSPORTS) if args.transport == "all" else [args.transport]
+    compile_bytecode()
     section = run(args.quick, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True), transports,
                   samples=args.samples, bursts=args.bursts, only=args.only)
     if args.json:
