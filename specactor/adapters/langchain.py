@@ -2,7 +2,8 @@
 
 - `get_tools()`: a `StructuredTool` per tool the server lists, its `args_schema` the registry's JSON
   schema (LangChain does not validate a dict schema; the server does). Each call goes over MCP
-  (`mcp_link`: a `specactor serve` child by stdio, or a running server by HTTP), sync or async; the
+  (`mcp_link`: a `specactor serve` child by stdio, or a running server by HTTP) or to the server
+  run inside this process (`in_process`, `in_process=True`), sync or async; the
   result's content is specactor's envelope as JSON, and its artifact the envelope as a dict.
 - `SpecactorContext`, an `AgentMiddleware` for `create_agent`: the seed's onSessionStart
   (`before_agent` reads the session context), context injection (`wrap_model_call` adds it to
@@ -36,7 +37,7 @@ except ModuleNotFoundError as err:  # pragma: no cover - exercised without the e
                       "installed): pip install 'specactor[langchain]'") from err
 
 from specactor.adapters import in_group
-from specactor.adapters.mcp_link import LinkError, SpecactorLink
+from specactor.adapters.mcp_link import Link, LinkError, SpecactorLink
 from specactor.context.reader import Deadline, Sources, get_session_context
 from specactor.domain.context import DEFAULT_BUDGET
 from specactor.hooks.formats import HookInput, changed_paths
@@ -45,13 +46,22 @@ from specactor.hooks.run import forget, tool_use
 CONTEXT_URI = "specactor://context"
 
 
-def connect(root: str | Path | None = None, *, url: str | None = None, token: str | None = None) -> SpecactorLink:
-    """A link to specactor: the server at `url` (with its bearer `token`), else `specactor serve --root root`."""
-    return SpecactorLink.http(url, token=token) if url else SpecactorLink.stdio(root)
+def connect(root: str | Path | None = None, *, url: str | None = None, token: str | None = None,
+            in_process: bool = False) -> Link:
+    """A link to specactor: the server at `url` (with its bearer `token`); else, with `in_process`, the
+    server run inside this process (`in_process.InProcessLink`); else `specactor serve --root root`."""
+    if url:
+        return SpecactorLink.http(url, token=token)
+    if in_process:
+        from specactor.adapters.in_process import InProcessLink
+
+        return InProcessLink(root)
+    return SpecactorLink.stdio(root)
 
 
-def get_tools(link: SpecactorLink | None = None, *, root: str | Path | None = None, url: str | None = None,
-              token: str | None = None, names: Iterable[str] | None = None) -> list[StructuredTool]:
+def get_tools(link: Link | None = None, *, root: str | Path | None = None, url: str | None = None,
+              token: str | None = None, names: Iterable[str] | None = None,
+              in_process: bool = False) -> list[StructuredTool]:
     """specactor's tools as `StructuredTool`s, optionally only those in `names`.
 
     Args:
@@ -61,12 +71,12 @@ def get_tools(link: SpecactorLink | None = None, *, root: str | Path | None = No
     Raises:
         LinkError: the server cannot be reached.
     """
-    link = link or connect(root, url=url, token=token)
+    link = link or connect(root, url=url, token=token, in_process=in_process)
     wanted = None if names is None else set(names)
     return [structured_tool(link, t) for t in link.list_tools() if wanted is None or t.name in wanted]
 
 
-def structured_tool(link: SpecactorLink, tool: Tool) -> StructuredTool:
+def structured_tool(link: Link, tool: Tool) -> StructuredTool:
     """One specactor tool, called through `link`; a failure to reach the server is the tool's error text."""
     name = tool.name
 
@@ -228,15 +238,16 @@ class LangChainAdapter:
         root: the workspace (default: the current directory); the stdio server's root, and where the
             context is read (unless only `url` is given: then it comes from the server).
         url, token: a running server to use instead of a child process.
+        in_process: run the server inside this process instead of a child process.
         budget: the most characters of session context.
     """
 
     def __init__(self, root: str | Path | None = None, *, url: str | None = None, token: str | None = None,
-                 budget: int = DEFAULT_BUDGET, link: SpecactorLink | None = None) -> None:
+                 budget: int = DEFAULT_BUDGET, link: Link | None = None, in_process: bool = False) -> None:
         self.root = Path(root) if root is not None else None
         self.url = url
         self.budget = budget
-        self.link = link or connect(root, url=url, token=token)
+        self.link = link or connect(root, url=url, token=token, in_process=in_process)
         self._tools: list[StructuredTool] | None = None
 
     def get_tools(self) -> list[StructuredTool]:

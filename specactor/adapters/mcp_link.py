@@ -19,7 +19,7 @@ import threading  # noqa: TID251 - the client's event loop runs in a thread of i
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -31,6 +31,21 @@ DEFAULT_TIMEOUT = 60.0  # seconds for one call; a knowledge sync of a large repo
 
 class LinkError(RuntimeError):
     """specactor could not be reached, or did not answer in time."""
+
+
+class Link(Protocol):
+    """What the adapters use of a connection to specactor: `SpecactorLink` (MCP, by stdio or HTTP)
+    or `in_process.InProcessLink` (the server in this process)."""
+
+    def list_tools(self) -> list[Tool]: ...
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def acall(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def read_resource(self, uri: str) -> str: ...
+
+    def close(self) -> None: ...
 
 
 class SpecactorLink:

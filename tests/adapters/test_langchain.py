@@ -1,5 +1,5 @@
 """LangChain 1.x: `create_agent` with a scripted fake model calls specactor's tools over MCP (a `specactor
-serve` child) and gets their envelopes; `SpecactorContext` puts the session context in the system
+serve` child) or in-process, and gets their envelopes; `SpecactorContext` puts the session context in the system
 prompt, reports a written file's violations in the tool's result, and marks the session ended."""
 
 from __future__ import annotations
@@ -79,9 +79,10 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
     yield built
 
 
-@pytest.fixture
-def adapter(ws: Workspace) -> Iterator[LangChainAdapter]:
-    with LangChainAdapter(ws.root) as adapter:
+@pytest.fixture(params=["stdio", "in-process"])
+def adapter(ws: Workspace, request: pytest.FixtureRequest) -> Iterator[LangChainAdapter]:
+    """The tools over MCP (a `specactor serve` child), or the server run in the test's process."""
+    with LangChainAdapter(ws.root, in_process=request.param == "in-process") as adapter:
         yield adapter
 
 
