@@ -112,6 +112,17 @@ def test_prompt_injects_the_full_context_once_per_session_then_relevant_memories
     assert "Accepted knowledge constraints" in other
 
 
+def test_an_oh_my_opencode_session_gets_the_context_as_plain_text_with_its_first_hooked_prompt(ws: Workspace) -> None:
+    """oh-my-opencode runs the Claude hooks with its quirks: no SessionStart, the session's first message
+    not hooked, UserPromptSubmit stdout injected as plain text (JSON not parsed), outputs cut at ~50k tokens."""
+    second, code, _ = run_hook(ws, "prompt", "claude", prompt_input(ws, "how do we deploy the shop service?", "omo"))
+    third, _, _ = run_hook(ws, "prompt", "claude", prompt_input(ws, "how do we deploy the shop service?", "omo"))
+    assert code == 0 and second.startswith("<specactor-context>") and not second.lstrip().startswith("{")
+    assert "[block]" in second and "pol-eval" in second and MINE[0] in second
+    assert "Accepted knowledge constraints" not in third and MINE[0] in third and not third.startswith("{")
+    assert len(second) <= 5000 + 2000 + 2 and len(third) <= 2000 + 1  # the context's and the memories' budgets
+
+
 def test_a_session_that_got_the_context_at_its_start_does_not_get_it_again_with_its_first_prompt(
         ws: Workspace) -> None:
     started, _, _ = run_hook(ws, "session-start", "claude", start_input(ws, session="s-9"))
