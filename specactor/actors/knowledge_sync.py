@@ -2,9 +2,10 @@
 
 A sync plans from git (the knowledge reader), then applies its whole delta and the new sync
 state in one transaction (the memory store), so a sync that dies half way leaves the previous
-state and the next run redoes it. Calls queue while a sync runs; all those queued when the next
-begins share it (per force flag and company), so each caller gets a sync that began after its
-call and saw every commit made before it, and a hundred concurrent calls cost at most two syncs.
+state and the next run redoes it. Each caller gets a sync that saw every commit made before its
+call: a call made while a sync of the same kind (force flag, company) runs on the commit that is
+still HEAD shares that sync; any other call queues, and all those queued when the next sync
+begins share it. A hundred concurrent calls after a commit cost one sync.
 A sync that wrote or orphaned pointers is published on the change feed once, after its commit
 (toolset and kind `knowledge`, the items' paths in the knowledge repository); then its manifest
 goes to the first caller's `publish`, still in turn with other syncs.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -64,6 +65,17 @@ class Sync:
     publish: Publish | None = None
 
 
+@dataclass
+class _Flight:
+    """The sync running now: its kind, the commit it syncs (None until read), its outcome."""
+
+    key: tuple[bool, str]
+    commit: str | None = None
+    done: trio.Event = field(default_factory=trio.Event)
+    result: SyncResult | None = None
+    error: Exception | None = None
+
+
 class KnowledgeSync:
     """Args:
         reader: the knowledge repository. store: the memory database (both running).
@@ -84,6 +96,7 @@ class KnowledgeSync:
         self._forget()
 
     def _forget(self) -> None:
+        self._flight: _Flight | None = None
         self._items_at: ItemsAt | None = None  # what the last sync state read or written said (committed)
         self._entries_at: EntriesAt | None = None
         self._manifest: tuple[dict[str, Any], str | None, dict[str, Any]] | None = None  # (entries, commit, it)
@@ -96,8 +109,21 @@ class KnowledgeSync:
             RepoMissing, GitFailed: as the reader's `git`. ToolError: CONFLICT, another process
                 synced meanwhile; INTERNAL, the database cannot be opened. ActorError: as a call.
         """
+        flight = self._flight
+        if (flight is not None and flight.key == (force, company_id) and flight.commit is not None
+                and not flight.done.is_set() and self.reader.head_from_files() == flight.commit):
+            return await self._join(flight)  # no commit since that sync read HEAD: it is this call's too
         result: SyncResult = await self.mailbox.call(Sync(force, company_id, publish), CALL_TIMEOUT)
         return result
+
+    async def _join(self, flight: _Flight) -> SyncResult:
+        with trio.fail_after(CALL_TIMEOUT):
+            await flight.done.wait()
+        if flight.error is not None:
+            raise flight.error
+        if flight.result is None:
+            raise ActorError("the knowledge sync ended before its sync completed")
+        return flight.result
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the queued calls, one sync per (force, company) among them, until cancelled."""
@@ -121,16 +147,22 @@ class KnowledgeSync:
 
     async def _serve(self, group: list[Letter[Sync]], *, force: bool, company_id: str) -> None:
         publish = group[0].body.publish
+        flight = self._flight = _Flight((force, company_id))
         try:
             result = await self._sync_once(force=force, company_id=company_id)
             if publish is not None:
                 await publish(result[3])
         except Exception as exc:  # the same error for every caller of the sync
+            flight.error = exc
             for letter in group:
                 letter.fail(exc)
         else:
+            flight.result = result
             for letter in group:
                 letter.reply(result)
+        finally:  # callers that joined it learn the outcome (none, if the actor is cancelled or crashed)
+            self._flight = None
+            flight.done.set()
 
     async def _sync_once(self, *, force: bool, company_id: str) -> SyncResult:
         """One sync; when another process committed a sync between this one's read and its write (a
@@ -147,12 +179,16 @@ class KnowledgeSync:
     async def _sync_attempt(self, *, force: bool, company_id: str) -> SyncResult:
         started = time.perf_counter()
         reader, known = self.reader, self._items_at
+        commit = reader.head_from_files()  # first, with no await before it: later calls may join this sync
+        if self._flight is not None:
+            self._flight.commit = commit
         record = await self.store.read(lambda conn: load_sync(conn, known=known))
         self._items_at = (record.revision, record.items)
-        commit = reader.head_from_files()
         listing = reader.listed(commit)  # listed at this very commit, so the folder had files in it
         if listing is None:
             commit, tree = await reader.head()  # a new commit: its tree tells whether the folder has files
+            if self._flight is not None:
+                self._flight.commit = commit
             listing = await reader.listing(commit if tree else None)
         changed = None
         if not force and record.last_commit and commit:

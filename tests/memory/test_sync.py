@@ -251,3 +251,57 @@ async def test_two_servers_syncing_one_store_at_once_never_answer_conflict(env: 
                 nursery.start_soon(syncs, second, 8)
         assert [a for a in answers if a["success"] is not True] == []
         assert len(answers) == 16
+
+
+async def test_a_burst_of_sync_calls_after_a_commit_costs_one_sync(client: MemoryClient, repo: Repo) -> None:
+    repo.write("company/policies/logging.md", item("pol-logging", "Structured logs"))
+    repo.commit()
+    await ok(client, "sync_now", {})  # the reader has found the repository's git files: HEAD is read from them
+    repo.write("company/adrs/adr-042-database-selection.md", ADR_042)
+    head = repo.commit()
+    before = (await ok(client, "sync_status", {}))["stats"]["totalSyncs"]
+    idents = list(range(1000, 1030))
+    for ident in idents:  # written at once, as a client's burst: the calls overlap in the server
+        await client.send({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                           "params": {"name": "sync_now", "arguments": {}}})
+    replies = [await client.reply_for(ident, timeout=30) for ident in idents]
+    results = [r["result"]["structuredContent"]["data"] for r in replies]
+    assert {r["lastKnowledgeCommit"] for r in results} == {head} and {stats(r) for r in results} == {(1, 0, 0, 1)}
+    assert (await ok(client, "sync_status", {}))["stats"]["totalSyncs"] == before + 1
+
+
+async def test_a_call_joins_the_running_sync_only_while_its_commit_is_still_head(tmp_path: Path, repo: Repo) -> None:
+    repo.write("company/adrs/adr-042-database-selection.md", ADR_042)
+    repo.commit()
+    async with trio.open_nursery() as nursery:
+        actors = await started(nursery, actors_for(tmp_path, repo.root))
+        await actors.sync.sync(force=False, company_id="acme")  # HEAD is read from git's files from now on
+        repo.write("company/patterns/retry.md", item("pat-retry", "Retry with backoff"))
+        first = repo.commit()
+        parse, entered, release = actors.reader.parse, trio.Event(), trio.Event()
+
+        async def held(*args: object) -> object:
+            entered.set()  # the running sync has read HEAD (from git's files, then git) and lists its tree
+            await release.wait()  # it stays in flight until the test lets it go
+            return await parse(*args)  # type: ignore[arg-type]
+
+        actors.reader.parse = held  # type: ignore[method-assign]
+        got: dict[str, object] = {}
+
+        async def sync(name: str) -> None:
+            got[name] = await actors.sync.sync(force=False, company_id="acme")
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as calls:
+                calls.start_soon(sync, "running")
+                await entered.wait()
+                calls.start_soon(sync, "joined")  # HEAD is still the commit the running sync reads
+                await trio.testing.wait_all_tasks_blocked()
+                repo.write("company/policies/logging.md", item("pol-logging", "Structured logs"))
+                second = repo.commit()
+                calls.start_soon(sync, "later")  # a commit since: it needs a sync that sees it
+                await trio.testing.wait_all_tasks_blocked()
+                release.set()
+        nursery.cancel_scope.cancel()
+    assert got["joined"] is got["running"] and got["running"][1] == first  # type: ignore[index]
+    assert got["later"] is not got["running"] and got["later"][1] == second  # type: ignore[index]
