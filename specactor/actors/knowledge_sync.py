@@ -19,6 +19,7 @@ more than that: the pointers are written without vectors, and the next sync embe
 from __future__ import annotations
 
 import contextlib
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -54,7 +55,8 @@ Publish = Callable[[dict[str, Any]], Awaitable[None]]
 QUEUE = 256  # one letter per sync_now call waiting; they share the next sync
 CALL_TIMEOUT = 300.0  # a first sync of a large repository parses every item
 BACKFILL = 4 * EMBED_BATCH  # pointers left without a vector embedded per sync, at most
-SYNC_TRIES = 5  # syncs planned again after another process committed first; each retry finds less to do
+SYNC_TRIES = 8  # syncs planned again after another process committed first; each retry finds less to do
+CONFLICT_PAUSE = 0.002  # seconds: the most a retry waits, times its number, before planning again
 log = get_logger("specactor.knowledge_sync")
 
 
@@ -174,6 +176,9 @@ class KnowledgeSync:
             except SyncConflict as err:
                 if not tries_left:
                     raise ToolError("CONFLICT", str(err)) from None
+                # Two servers syncing back to back can meet in lockstep, each committing while the
+                # other plans; a random pause of up to a few ms lets one of them through.
+                await trio.sleep(random.uniform(0, CONFLICT_PAUSE * (SYNC_TRIES - tries_left)))
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _sync_attempt(self, *, force: bool, company_id: str) -> SyncResult:
