@@ -13,19 +13,7 @@ pytest.importorskip("mcp", reason="the MCP client is not installed: pip install 
 
 from specactor.adapters.in_process import InProcessLink
 from specactor.adapters.mcp_link import LinkError
-from tests.context.workspace import MINE, Workspace, workspace
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    built = workspace(tmp_path)
-    for name in [n for n in __import__("os").environ if n.startswith("SPECACTOR_")]:
-        monkeypatch.delenv(name)
-    for name, value in built.env().items():
-        if name.startswith("SPECACTOR_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("SPECACTOR_SESSION_LOG", "false")
-    return built
+from tests.context.workspace import MINE, Workspace
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool, tool
 from specactor.adapters import EcosystemAdapter
 from specactor.adapters.langchain import LangChainAdapter, SpecactorContext, appended, system_with
 from specactor.context.reader import get_session_context
-from tests.context.workspace import MINE, THEIRS, Workspace, workspace
+from tests.context.workspace import MINE, THEIRS, Workspace
 
 pytestmark = pytest.mark.slow  # each test starts a `specactor serve` child
 
@@ -65,18 +65,6 @@ def calls(name: str, args: dict[str, Any], ident: str) -> AIMessage:
 
 def tool_messages(state: dict[str, Any]) -> dict[str, ToolMessage]:
     return {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    built = workspace(tmp_path)
-    for name in [n for n in __import__("os").environ if n.startswith(("SPECACTOR_", "CLAUDE_", "GEMINI_"))]:
-        monkeypatch.delenv(name)
-    for name, value in built.env().items():
-        if name.startswith("SPECACTOR_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("SPECACTOR_SESSION_LOG", "false")
-    yield built
 
 
 @pytest.fixture(params=["stdio", "in-process"])

@@ -5,26 +5,13 @@ That OpenCode itself shows these names and this context is checked in tests/e2e/
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jsonschema
 import pytest
 
 from specactor.adapters import EcosystemAdapter
 from specactor.adapters.opencode import OpenCodeAdapter
 from specactor.context.reader import get_session_context
-from tests.context.workspace import MINE, THEIRS, Workspace, workspace
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    built = workspace(tmp_path)
-    for name in [n for n in __import__("os").environ if n.startswith("SPECACTOR_")]:
-        monkeypatch.delenv(name)
-    for name, value in built.env().items():
-        if name.startswith("SPECACTOR_"):
-            monkeypatch.setenv(name, value)
-    return built
+from tests.context.workspace import MINE, THEIRS, Workspace
 
 
 def test_the_adapter_offers_the_seeds_groups_as_opencode_names_them(ws: Workspace) -> None:
