@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,9 @@ from tests.context.workspace import Workspace, workspace
 from tests.e2e import clients
 
 INSTALL_TIMEOUT = 600.0  # seconds for `npm install` of both clients (about 20 s on a good line)
+SPECACTOR_INSTALL_TIMEOUT = 60.0  # seconds for `specactor install <client>`
+VIOLATING = "export const run = (source) => eval(source)\n"  # a file the block policy pol-eval forbids
+PROMPT = "How do we deploy the shop service? Then add src/calc.js."
 LEAKY = ("ANTHROPIC_", "OPENCODE_", "XDG_", "NPM_CONFIG_", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
          "NODE_OPTIONS", "BUN_")
 
@@ -87,3 +91,10 @@ def client_env(ws: Workspace, home: Path, client_bin: Path, closed_port: int) ->
         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
         "npm_config_registry": f"{nowhere}/", "npm_config_fetch_retries": "0",
     }
+
+
+def install(ws: Workspace, env: dict[str, str], client: str) -> None:
+    """`specactor install <client>` into the workspace, as a user runs it."""
+    done = subprocess.run(["specactor", "install", client], cwd=ws.root, env=env, capture_output=True,
+                          text=True, timeout=SPECACTOR_INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr

@@ -19,22 +19,12 @@ from typing import Any
 import pytest
 
 from tests.context.workspace import MINE, THEIRS, USERS, Workspace
-from tests.e2e.conftest import client_env
+from tests.e2e.conftest import PROMPT, VIOLATING, client_env, install
 from tests.e2e.stand_in import Reply, StandIn
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 RUN_TIMEOUT = 120.0  # seconds for one `claude -p` (about 2 s here)
-INSTALL_TIMEOUT = 60.0
-VIOLATING = "export const run = (source) => eval(source)\n"
-PROMPT = "How do we deploy the shop service? Then add src/calc.js."
-
-
-def install(ws: Workspace, env: dict[str, str]) -> None:
-    done = subprocess.run(["specactor", "install", "claude-code"], cwd=ws.root, env=env, capture_output=True,
-                          text=True, timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr
-    assert (ws.root / ".mcp.json").exists() and (ws.root / ".claude" / "settings.json").exists()
 
 
 def wrote_before(messages: list[dict[str, Any]]) -> bool:
@@ -85,7 +75,8 @@ def texts(value: Any) -> str:
 def test_claude_code_sessions_carry_the_context_and_a_violating_write_comes_back_blocking(
         claude: Path, client_bin: Path, ws: Workspace, tmp_path: Path, closed_port: int) -> None:
     env = client_env(ws, tmp_path / "home", client_bin, closed_port)
-    install(ws, env)
+    install(ws, env, "claude-code")
+    assert (ws.root / ".mcp.json").exists() and (ws.root / ".claude" / "settings.json").exists()
     debug = tmp_path / "claude-debug.log"
     with StandIn("anthropic", responder(ws)) as api:
         env |= {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-stand-in", "ENABLE_TOOL_SEARCH": "false",

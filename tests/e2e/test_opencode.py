@@ -23,23 +23,13 @@ import pytest
 
 from specactor.adapters.opencode import OpenCodeAdapter
 from tests.context.workspace import MINE, THEIRS, USERS, Workspace
-from tests.e2e.conftest import client_env
+from tests.e2e.conftest import PROMPT, VIOLATING, client_env, install
 from tests.e2e.stand_in import Reply, StandIn
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 RUN_TIMEOUT = 180.0  # seconds for one `opencode run` (about 6 s here)
-INSTALL_TIMEOUT = 60.0
-VIOLATING = "export const run = (source) => eval(source)\n"
-PROMPT = "How do we deploy the shop service? Then add src/calc.js."
 MODEL = "model-1"
-
-
-def install(ws: Workspace, env: dict[str, str]) -> None:
-    done = subprocess.run(["specactor", "install", "opencode"], cwd=ws.root, env=env, capture_output=True,
-                          text=True, timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr
-    assert (ws.root / "opencode.json").exists() and (ws.root / ".opencode" / "plugins" / "specactor.ts").exists()
 
 
 def provide(home: Path, url: str) -> None:
@@ -90,7 +80,8 @@ def test_opencode_plugin_puts_the_context_in_the_system_prompt_and_reports_a_vio
     env = client_env(ws, home, client_bin, closed_port) | {
         "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
         "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}
-    install(ws, env)
+    install(ws, env, "opencode")
+    assert (ws.root / "opencode.json").exists() and (ws.root / ".opencode" / "plugins" / "specactor.ts").exists()
     with StandIn("openai", responder(ws)) as api:
         provide(home, api.url)
         done = run_opencode(opencode, ws, env)
