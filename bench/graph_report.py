@@ -21,10 +21,17 @@ def geomean(values: Sequence[float]) -> float:
 
 
 def gates(section: dict[str, Any]) -> list[GateResult]:
-    """Two gates over the writes (P95 under concurrency, and level against graph sync off), per tool,
-    the worst named; the initial sync and the outage are reported, not judged. Quick: smoke."""
+    """The writes' P95 level against graph sync off (a gate), and their P95 under concurrency (a reported
+    target: MET / MISSED), per tool, the worst named; the initial sync and the outage are reported. Quick: smoke.
+
+    The c=100 ÷ c=1 ratio is reported, not gated (issue 15: "A CPU-bound closed burst cannot meet a 1.5x
+    ratio on two cores: 100 requests queue behind each other. Report that ratio next to the CPU bound ... and
+    do not gate on it"): a workspace's writes are serial, so a burst of 100 queues behind itself with graph
+    sync off as much as on. Whether the graph makes writes wait is the level gate's question.
+    """
     smoke = bool(section.get("quick"))
-    ratio_target = f"writes' P95 at c={BURST} ≤ {GRAPH_RATIO:g} x P95 at c=1, graph sync on"
+    ratio_target = (f"writes' P95 at c={BURST} ≤ {GRAPH_RATIO:g} x P95 at c=1, graph sync on (reported, not gated: "
+                    "a closed burst of serial writes)")
     level_target = (f"writes' P95 with graph sync on ≤ {GRAPH_LEVEL:g} x off, at c=1 and at c={BURST} "
                     "(geometric mean over the tools)")
     if section.get("error"):
@@ -36,13 +43,18 @@ def gates(section: dict[str, Any]) -> list[GateResult]:
     def verdict(ok: bool) -> str:
         return "smoke" if smoke else "pass" if ok else "fail"
 
+    def reported(ok: bool) -> str:
+        return "smoke" if smoke else "met" if ok else "missed"
+
     ratios = {name: op["on"]["ratio_p95"] for name, op in ops.items()}
     worst = max(ratios, key=lambda n: ratios[n])
     over = [n for n, r in ratios.items() if r > GRAPH_RATIO]
     on, off = ops[worst]["on"], ops[worst]["off"]
-    out = [GateResult("I/O wait hidden: graph sync", ratio_target, verdict(not over),
+    bound = 0.95 * BURST * on["server_cpu_ms_per_call"]["c100"]  # 95 calls' CPU before the 95th reply
+    out = [GateResult("I/O wait hidden: graph sync", ratio_target, reported(not over),
                       f"worst {worst}: c={BURST} p95 {on['c100']['p95_ms']:.1f} ms = {on['ratio_p95']:.1f} x c=1 "
-                      f"p95 {on['c1']['p95_ms']:.1f} ms (graph sync off: {off['ratio_p95']:.1f} x)"
+                      f"p95 {on['c1']['p95_ms']:.1f} ms (graph sync off: {off['ratio_p95']:.1f} x); its CPU bound "
+                      f"{bound:.1f} ms"
                       + (f"; over: {', '.join(over)}" if over else ""),
                       tuple(f"iowait:graph:{n}:on:c{c}:p95" for n in ops for c in (1, BURST)))]
     levels = {c: geomean([op["level_p95"][f"c{c}"] for op in ops.values()]) for c in (1, BURST)}
@@ -84,7 +96,7 @@ def table(section: dict[str, Any], num: Callable[[float | None], str]) -> list[s
             key = f"c{c}"
             drain = on["drain_s"]["after_c1"] if c == 1 else on["drain_s"]["after_burst_median"]
             ratio = f"{num(off['ratio_p95'])}x / {num(on['ratio_p95'])}x" if c != 1 else ""
-            target = f"level ≤ {GRAPH_LEVEL:g}x" + (f"; on ≤ {GRAPH_RATIO:g}x c=1" if c != 1 else "")
+            target = f"level ≤ {GRAPH_LEVEL:g}x" + (f"; on ≤ {GRAPH_RATIO:g}x c=1 (reported)" if c != 1 else "")
             cpu = f"{num(off['server_cpu_ms_per_call'][key])} / {num(on['server_cpu_ms_per_call'][key])}"
             lines.append(f"| {name} | {c} | {on[key]['n']} | {num(off[key]['p95_ms'])} | {num(on[key]['p95_ms'])} | "
                          f"{num(op['level_p95'][key])}x | {ratio} | {target} | {cpu} | {num(drain)} | "
