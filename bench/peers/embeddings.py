@@ -2,8 +2,9 @@
 
     python -m bench.peers.embeddings [--delay-ms 20] [--dims 256] [--port 0]
 
-`POST <anything>/embeddings` with `{"model": ..., "input": str | [str, ...]}` is answered, after
-`--delay-ms` of `trio.sleep` (so any number of requests wait at once, none serialised), with
+`POST <anything>/embeddings` with `{"model": ..., "input": str | [str, ...]}` is answered `--delay-ms`
+after it arrived (`trio.sleep_until`, so any number of requests wait at once, none serialised; the
+answer is computed within that delay, so a batch of 100 is not answered later than one input), with
 `{"object": "list", "data": [{"object": "embedding", "index": i, "embedding": [...]}], "model", "usage"}`:
 one deterministic unit vector per input, a hashed bag of words (`--dims` buckets, word counts,
 normalised). Raw HTTP/1.1 on trio sockets, keep-alive, one task per connection; the port (0:
@@ -71,14 +72,18 @@ class Endpoint:
         self.inputs += len(texts)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        due = trio.current_time() + self.delay_s
         try:
-            await trio.sleep(self.delay_s)
+            # The answer is made within the delay, and sent when it is up: the endpoint answers `delay`
+            # after the request, whatever the batch (computed after it, 100 inputs added ~2 ms).
+            data = [{"object": "embedding", "index": i, "embedding": embed(t, self.dims)} for i, t in enumerate(texts)]
+            tokens = sum(len(t.split()) for t in texts)
+            payload = _encode({"object": "list", "data": data, "model": req.model,
+                               "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+            await trio.sleep_until(due)
         finally:
             self.in_flight -= 1
-        data = [{"object": "embedding", "index": i, "embedding": embed(t, self.dims)} for i, t in enumerate(texts)]
-        tokens = sum(len(t.split()) for t in texts)
-        return 200, _encode({"object": "list", "data": data, "model": req.model,
-                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        return 200, payload
 
     async def serve_connection(self, stream: trio.SocketStream) -> None:
         buf = b""

@@ -2,7 +2,8 @@
 
 SQLite in WAL mode with `synchronous=FULL`: one writer connection, on which queued writes are
 group-committed (one transaction, one fsync, each write in its own savepoint so one failure
-spoils no other), and a pool of reader connections that serve reads concurrently. Every
+spoils no other), and READERS reader connections, each draining the queued reads in batches
+(up to READ_BATCH per trip to its thread, each read in a read transaction of its own). Every
 database call runs on a worker thread; a reply is sent only after its transaction committed.
 The actor reports itself started at once and opens (and migrates) the database as its first job.
 While the database cannot be opened, each call is answered with why (INTERNAL, naming the file)
@@ -25,15 +26,22 @@ from specactor.actors.mailbox import Letter, Mailbox
 from specactor.actors.supervisor import ChildSpec
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import ToolError
-from specactor.sqlite.memory_db import close_all, connect, group_commit, in_read_tx
+from specactor.sqlite.memory_db import close_all, connect, group_commit, read_each
 from specactor.sqlite.vector_cache import VectorCache
 
 log = get_logger("specactor.memory_store")
 T = TypeVar("T")
-READERS = 4  # concurrent reads; SQLite releases the GIL while it steps, so readers overlap
+# Reads run on READERS threads at once (SQLite releases the GIL while it steps, so they overlap), each
+# taking up to READ_BATCH queued reads per trip. Measured with 100 memory_searches at once
+# (bench.iowait, hybrid search stage): a thread per read on 4 readers cost 1.14-1.24 ms of
+# server CPU a search, the GIL passed back and forth between five threads; batches on 1-2 readers
+# 0.55-0.59 ms, and P95 112-124 -> 83-85 ms. Two, not one: a slow read (a semantic scan of 100,000
+# memories) must not hold up every other.
+READERS = 2
 # Callers wait for their answer, so the queue holds about one letter per request in flight;
 # 256 lets a burst of adds queue up (and be group-committed) without blocking the senders.
 QUEUE = 256
+READ_BATCH = 16  # a batch answers together, so small enough that the first answers are not held long
 CALL_TIMEOUT = 60.0
 
 
@@ -89,32 +97,31 @@ class MemoryStoreActor:
         """Open the database, then serve the mailbox until cancelled."""
         task_status.started()
         conns, early = await self._open()
-        pool_send, pool_recv = trio.open_memory_channel[sqlite3.Connection](len(conns))  # never full
-        for conn in conns[1:]:
-            pool_send.send_nowait(conn)
+        read_send, read_recv = trio.open_memory_channel[Letter[Read | Write]](QUEUE)
         # The writer drains what is queued into one transaction; as deep as the mailbox.
         write_send, write_recv = trio.open_memory_channel[Letter[Read | Write]](QUEUE)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop, conns[0], write_recv)
+                for conn in conns[1:]:
+                    nursery.start_soon(self._read_loop, conn, read_recv)
                 for letter in early:
-                    await self._route(letter, nursery, write_send, pool_send, pool_recv)
+                    await self._route(letter, write_send, read_send)
                 async for letter in self.mailbox:
-                    await self._route(letter, nursery, write_send, pool_send, pool_recv)
+                    await self._route(letter, write_send, read_send)
         finally:
             _abandon(write_recv)
+            _abandon(read_recv)
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(close_all, conns)
 
-    async def _route(self, letter: Letter[Read | Write], nursery: trio.Nursery,
-                     writes: trio.MemorySendChannel[Letter[Read | Write]],
-                     pool_send: trio.MemorySendChannel[sqlite3.Connection],
-                     pool_recv: trio.MemoryReceiveChannel[sqlite3.Connection]) -> None:
+    async def _route(self, letter: Letter[Read | Write], writes: trio.MemorySendChannel[Letter[Read | Write]],
+                     reads: trio.MemorySendChannel[Letter[Read | Write]]) -> None:
         match letter.body:
             case Write():
                 await writes.send(letter)
             case Read():
-                nursery.start_soon(self._read, letter, pool_send, pool_recv)
+                await reads.send(letter)
             case _:  # a sender's bug: crash, and the supervisor starts a store that knows nothing of it
                 with letter:
                     raise TypeError(f"the memory store got a message it does not know: {letter.body!r}")
@@ -156,18 +163,21 @@ class MemoryStoreActor:
             raise
         return conns
 
-    async def _read(self, letter: Letter[Read | Write], pool_send: trio.MemorySendChannel[sqlite3.Connection],
-                    pool_recv: trio.MemoryReceiveChannel[sqlite3.Connection]) -> None:
-        with letter:
-            conn = await pool_recv.receive()
-            try:
-                result = await trio.to_thread.run_sync(in_read_tx, conn, letter.body.fn)
-            except Exception as exc:
-                letter.fail(exc)
-            else:
-                letter.reply(result)
-            finally:
-                pool_send.send_nowait(conn)
+    async def _read_loop(self, conn: sqlite3.Connection,
+                         inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
+        async for first in inbox:
+            batch = [first]
+            while len(batch) < READ_BATCH:
+                try:
+                    batch.append(inbox.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            with contextlib.ExitStack() as held:
+                for letter in batch:
+                    held.enter_context(letter)
+                results = await trio.to_thread.run_sync(read_each, conn, [ltr.body.fn for ltr in batch])
+                for letter, result in zip(batch, results, strict=True):
+                    letter.answer(result)
 
     async def _write_loop(self, conn: sqlite3.Connection,
                           inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:

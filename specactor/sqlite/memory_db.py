@@ -337,6 +337,17 @@ def in_read_tx(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) 
         conn.execute("COMMIT")
 
 
+def read_each(conn: sqlite3.Connection, fns: Sequence[Callable[[sqlite3.Connection], Any]]) -> list[Any]:
+    """Run each of `fns` in a read transaction of its own; their outcomes, in order."""
+    results: list[Any] = []
+    for fn in fns:
+        try:
+            results.append(outcome.Value(in_read_tx(conn, fn)))
+        except Exception as exc:
+            results.append(outcome.Error(exc))
+    return results
+
+
 def group_commit(conn: sqlite3.Connection, fns: Sequence[Callable[[sqlite3.Connection], Any]]) -> list[Any]:
     """Run `fns` in one transaction, each in a savepoint; one commit (one fsync) for all of them."""
     results: list[Any] = []

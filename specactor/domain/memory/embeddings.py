@@ -48,7 +48,8 @@ def parse_reply(body: bytes, expected: int) -> list[list[float]] | Failure:
     except msgspec.DecodeError as err:
         return Failure("fatal", f"the embeddings endpoint sent an unreadable reply: {err}")
     vectors = [d.embedding for d in sorted(reply.data, key=lambda d: d.index)]
-    if len(vectors) != expected or any(not v or not all(math.isfinite(x) for x in v) for v in vectors):
+    # A NaN or an infinity anywhere makes the sum one (as does a sum past 1.8e308: no embedding is that big).
+    if len(vectors) != expected or any(not v or not math.isfinite(sum(v)) for v in vectors):
         return Failure("fatal", f"the embeddings endpoint sent {len(vectors)} usable vectors for {expected} inputs")
     return vectors
 
