@@ -7,7 +7,7 @@ a memory store of `memories` memories, each with its embedding, and a git knowle
 `items` policies. Two tools wait on I/O:
 
 - `memory_search`: the query is embedded by a fake OpenAI-compatible endpoint
-  (`bench/peers/embeddings.py`, its own process) that answers after 20 ms of asynchronous sleep,
+  (`bench/peers/embeddings.py`, its own process) that answers 20 ms after each request arrived,
   then scored; once in hybrid mode (the default with an embeddings URL: above threshold 0.5 only
   the lexical finds are scored by cosine) and once in semantic mode (every memory's vector is
   scored, a CPU-bound scan), each by its own server process;
