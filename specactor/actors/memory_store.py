@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import outcome
 import trio
 
 from specactor.actors.mailbox import Letter, Mailbox
@@ -163,38 +164,38 @@ class MemoryStoreActor:
             raise
         return conns
 
-    async def _read_loop(self, conn: sqlite3.Connection,
-                         inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
+    async def _batches(self, conn: sqlite3.Connection, inbox: trio.MemoryReceiveChannel[Letter[Read | Write]],
+                       limit: int, run: Callable[[sqlite3.Connection, list[Callable[[sqlite3.Connection], Any]]],
+                                                 list[outcome.Outcome[Any]]]) -> None:
+        """Serve `inbox` on `conn`: each trip to a worker thread takes what is queued (up to `limit`)
+        and `run`s it there; each letter gets its own outcome."""
         async for first in inbox:
             batch = [first]
-            while len(batch) < READ_BATCH:
+            while len(batch) < limit:
                 try:
                     batch.append(inbox.receive_nowait())
                 except trio.WouldBlock:
                     break
-            with contextlib.ExitStack() as held:
+            with contextlib.ExitStack() as held:  # a crash mid-batch tells every caller of the batch at once
                 for letter in batch:
                     held.enter_context(letter)
-                results = await trio.to_thread.run_sync(read_each, conn, [ltr.body.fn for ltr in batch])
+                results = await trio.to_thread.run_sync(run, conn, [ltr.body.fn for ltr in batch])
                 for letter, result in zip(batch, results, strict=True):
                     letter.answer(result)
 
+    async def _read_loop(self, conn: sqlite3.Connection,
+                         inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
+        await self._batches(conn, inbox, READ_BATCH, read_each)
+
     async def _write_loop(self, conn: sqlite3.Connection,
                           inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
-        async for first in inbox:
-            batch = [first]
-            while len(batch) < QUEUE:
-                try:
-                    batch.append(inbox.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            with contextlib.ExitStack() as held:  # a crash mid-commit tells every caller of the batch at once
-                for letter in batch:
-                    held.enter_context(letter)
-                results = await trio.to_thread.run_sync(group_commit, conn, [ltr.body.fn for ltr in batch])
-                self.commits += 1
-                for letter, result in zip(batch, results, strict=True):
-                    letter.answer(result)
+        await self._batches(conn, inbox, QUEUE, self._group_commit)
+
+    def _group_commit(self, conn: sqlite3.Connection,
+                      fns: list[Callable[[sqlite3.Connection], Any]]) -> list[outcome.Outcome[Any]]:
+        results: list[outcome.Outcome[Any]] = group_commit(conn, fns)
+        self.commits += 1  # on the worker thread, once committed (read by tests and metrics)
+        return results
 
 
 def _abandon(inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
