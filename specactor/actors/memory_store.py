@@ -103,9 +103,9 @@ class MemoryStoreActor:
         write_send, write_recv = trio.open_memory_channel[Letter[Read | Write]](QUEUE)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._write_loop, conns[0], write_recv)
+                nursery.start_soon(self._batches, conns[0], write_recv, QUEUE, self._group_commit)
                 for conn in conns[1:]:
-                    nursery.start_soon(self._read_loop, conn, read_recv)
+                    nursery.start_soon(self._batches, conn, read_recv, READ_BATCH, read_each)
                 for letter in early:
                     await self._route(letter, write_send, read_send)
                 async for letter in self.mailbox:
@@ -182,14 +182,6 @@ class MemoryStoreActor:
                 results = await trio.to_thread.run_sync(run, conn, [ltr.body.fn for ltr in batch])
                 for letter, result in zip(batch, results, strict=True):
                     letter.answer(result)
-
-    async def _read_loop(self, conn: sqlite3.Connection,
-                         inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
-        await self._batches(conn, inbox, READ_BATCH, read_each)
-
-    async def _write_loop(self, conn: sqlite3.Connection,
-                          inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
-        await self._batches(conn, inbox, QUEUE, self._group_commit)
 
     def _group_commit(self, conn: sqlite3.Connection,
                       fns: list[Callable[[sqlite3.Connection], Any]]) -> list[outcome.Outcome[Any]]:
