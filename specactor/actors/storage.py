@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import outcome
 import trio
@@ -86,6 +86,32 @@ class Tx:
     settle_hook: Callable[[], None] | None = None
     files: Confined | None = None  # reads go through it (one per transaction: it keeps folders open)
     outside: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # see `changed`
+    batch: _Batch | None = None  # the group's deferred work (`defer`)
+    deferring: bool = False  # this transaction deferred work: it is answered once that is done
+
+    def defer(self, key: str, make: Callable[[], D]) -> D:
+        """The group's deferred work under `key` (made by `make` the first time); the caller adds
+        its part to it. The group does it once for every transaction that added to it: after the
+        log's checkpoint, before any transaction that defers nothing runs, and before the group
+        commits. This transaction is answered only once it is done; if it fails, so does this one.
+        Only transactions sent with `defers=True` may call it: they read the disk as it was before
+        the deferred work, and must `flush` before reading what it changes."""
+        if self.batch is None:
+            raise RuntimeError("this transaction was not sent with defers=True")
+        work = self.batch.work.get(key)
+        if work is None:
+            work = self.batch.work[key] = make()
+        self.deferring = True
+        return work  # type: ignore[return-value]
+
+    def deferred(self, key: str) -> Deferred | None:
+        """The group's deferred work under `key`, if any is waiting."""
+        return self.batch.work.get(key) if self.batch is not None else None
+
+    def flush(self) -> None:
+        """Do the group's deferred work now (this transaction is about to read what it changes)."""
+        if self.batch is not None:
+            self.batch.flush()
 
     def settle(self) -> None:
         """Make every write acknowledged so far durable on disk (the write-ahead log's
@@ -159,11 +185,52 @@ class Tx:
         commit(writes, deletes, frozenset(self.paths[rel] for rel in self.volatile))
 
 
+class Deferred(Protocol):
+    """Work transactions of a group hand to the group (`Tx.defer`): done once for all of them."""
+
+    def apply(self) -> None:
+        """Do it, durably (under the workspace lock, after the log's checkpoint)."""
+
+
+D = TypeVar("D", bound=Deferred)
+
+
+class _Batch:
+    """A group commit's deferred work, and which transactions' answers wait on it."""
+
+    def __init__(self, settle: Callable[[], None], results: list[outcome.Outcome[Any]]) -> None:
+        self.settle = settle
+        self.results = results
+        self.work: dict[str, Deferred] = {}
+        self.owners: list[int] = []  # indices in `results` of the transactions that deferred work
+
+    def flush(self) -> None:
+        """Do the waiting work (settling the log first: it may move files the log names). If it
+        fails, every transaction that deferred part of it fails with the error, which is raised."""
+        if not self.work:
+            return
+        work, owners = list(self.work.values()), self.owners
+        self.work, self.owners = {}, []
+        try:
+            self.settle()
+            for one in work:
+                one.apply()
+        except Exception as exc:
+            for index in owners:
+                self.results[index] = outcome.Error(exc)
+            raise
+
+    def flush_quietly(self) -> None:
+        with contextlib.suppress(Exception):  # the transactions that deferred it carry the error
+            self.flush()
+
+
 @dataclass(frozen=True)
 class Transact:
     fn: Callable[[Tx], Any]
     toolset: str = ""  # who writes, for the change feed
     kind: Kind | None = None  # the event's kind, when the writer knows better than `kind_of`
+    defers: bool = False  # `fn` may defer work to its group (`Tx.defer`), and reads as the doc there says
 
 
 @dataclass(frozen=True)
@@ -209,11 +276,11 @@ class StorageActor:
     # ------------------------------------------------------------------ client API
 
     async def transact(self, fn: Callable[[Tx], T], timeout: float = 30.0, *, toolset: str = "",
-                       kind: Kind | None = None) -> T:
+                       kind: Kind | None = None, defers: bool = False) -> T:
         """Run `fn(tx)` under the workspace lock on a worker thread, then commit its writes
         atomically and publish them on the change feed as `toolset`'s, of `kind` (default: as
-        their paths say, `kind_of`)."""
-        result: T = await self.mailbox.call(Transact(fn, toolset, kind), timeout)
+        their paths say, `kind_of`). `defers`: `fn` may use `Tx.defer`."""
+        result: T = await self.mailbox.call(Transact(fn, toolset, kind, defers), timeout)
         return result
 
     async def write(self, rel: str, data: bytes, timeout: float = 30.0) -> None:
@@ -310,10 +377,14 @@ class StorageActor:
             self._prepare()
             group = Tx(self.root)
             results: list[outcome.Outcome[Any]] = []
+            batch = _Batch(self._settle, results)
             done: list[tuple[Transact, Tx]] = []
             for body in bodies:
+                if not body.defers:
+                    batch.flush_quietly()  # it reads the disk as the deferred work leaves it
                 with Confined(self.root) as files:
-                    tx = Tx(self.root, base=group, settle_hook=self._settle, files=files)
+                    tx = Tx(self.root, base=group, settle_hook=self._settle, files=files,
+                            batch=batch if body.defers else None)
                     try:
                         value = body.fn(tx)
                     except Exception as exc:
@@ -322,8 +393,11 @@ class StorageActor:
                             done.append((body, Tx(self.root, outside=tx.outside)))
                         continue
                 group.absorb(tx)
+                if tx.deferring:
+                    batch.owners.append(len(results))
                 results.append(outcome.Value(value))
                 done.append((body, tx))
+            batch.flush_quietly()
             try:
                 self._commit(group)
             except Exception as exc:

@@ -255,6 +255,19 @@ def sweep_stale_temps(root: Path, now: float | None = None) -> list[Path]:
     return removed
 
 
+def drop_temps(path: Path) -> None:
+    """Remove the temp files `stage` left beside `path` (a writer killed before installing them).
+    Only under the workspace lock, where no other writer is staging."""
+    prefix = f".{path.name}."
+    try:
+        names = os.listdir(path.parent)
+    except OSError:  # no folder yet: no temp file either
+        return
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp") and len(name) == len(prefix) + 12:
+            unlink_quietly(path.parent / name)
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so a reader or a crash sees the old bytes or the new, never half."""
     commit([(path, data)], [])
@@ -264,7 +277,7 @@ _sync_pool: ThreadPoolExecutor | None = None
 _sync_pool_lock = threading.Lock()
 
 
-def _fsync_paths(paths: list[Path]) -> None:
+def fsync_paths(paths: list[Path]) -> None:
     """fsync files or directories by path, all at once: fsyncs that reach ext4 together share one
     journal commit, so two files cost about one (the caller's thread takes the first). Raises the
     first failure after every fsync has ended."""
@@ -289,8 +302,8 @@ def _fsync_paths(paths: list[Path]) -> None:
 
 
 def fsync_present(paths: list[Path]) -> None:
-    """`_fsync_paths`, passing over paths that were removed meanwhile."""
-    _fsync_paths([p for p in paths if os.path.exists(p)])
+    """`fsync_paths`, passing over paths that were removed meanwhile."""
+    fsync_paths([p for p in paths if os.path.exists(p)])
 
 
 def _fsync_path(path: Path) -> None:
@@ -301,7 +314,7 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def _missing_parents(paths: Iterable[Path]) -> set[Path]:
+def missing_parents(paths: Iterable[Path]) -> set[Path]:
     """The directories that writing `paths` will create (each path's parents up to the first that exists)."""
     missing: set[Path] = set()
     present: set[Path] = set()
@@ -325,12 +338,12 @@ def commit(writes: list[tuple[Path, bytes]], deletes: list[Path], volatile: froz
     `volatile` are renamed atomically but their contents are not fsynced: caches and indexes a
     reader can rebuild, whose loss in a power cut costs a rescan, not data.
     """
-    new_dirs = _missing_parents(path for path, _ in writes)
+    new_dirs = missing_parents(path for path, _ in writes)
     staged: list[tuple[Path, Path]] = []
     try:
         for path, data in writes:
             staged.append((stage(path, data, sync=False), path))
-        _fsync_paths([tmp for tmp, path in staged if path not in volatile])
+        fsync_paths([tmp for tmp, path in staged if path not in volatile])
     except BaseException:
         for tmp, _ in staged:
             unlink_quietly(tmp)
@@ -346,7 +359,7 @@ def commit(writes: list[tuple[Path, bytes]], deletes: list[Path], volatile: froz
             touched.add(path.parent)
         except FileNotFoundError:
             pass
-    _fsync_paths([d for d in touched | {d.parent for d in new_dirs} if d.exists()])
+    fsync_paths([d for d in touched | {d.parent for d in new_dirs} if d.exists()])
 
 
 def ignore_in_git(folder: Path, names: Iterable[str]) -> OSError | None:

@@ -18,12 +18,23 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from specactor.domain.openspec.cache import Stat
 from specactor.domain.openspec.source import Entry, Unreadable
 from specactor.fs.confined import Confined, read_confined
-from specactor.fs.files import PathEscape, atomic_write, fsync_dir, resolve_inside
+from specactor.fs.files import (
+    PathEscape,
+    atomic_write,
+    drop_temps,
+    fsync_dir,
+    fsync_paths,
+    install,
+    missing_parents,
+    resolve_inside,
+    stage,
+    unlink_quietly,
+)
 from specactor.fs.inotify import Inotify
 
 JOURNAL = ".specactor/openspec-archive.journal"  # relative to the project root
@@ -58,6 +69,13 @@ class OsFileSystem:
         finally:
             self._local.files.close()
             self._local.files = None
+
+    def reopen(self) -> None:
+        """Inside an operation: let go of the folders it holds open (a folder was moved meanwhile)."""
+        files = getattr(self._local, "files", None)
+        if files is not None:
+            files.close()
+            self._local.files = Confined(self.project, self.base)
 
     @contextlib.contextmanager
     def _files(self) -> Iterator[Confined]:
@@ -156,16 +174,33 @@ def ensure_workspace(openspec: Path) -> None:
     openspec.mkdir(parents=True, exist_ok=True)
 
 
+class Archive(NamedTuple):
+    """One archive to apply, relative to the project: the files to write, those to remove (retired
+    specs; their emptied directories go too), and the change's move (from, to)."""
+
+    writes: dict[str, bytes]
+    deletes: list[str]
+    move: tuple[str, str]
+
+
 def apply_archive(project: Path, writes: dict[str, bytes], deletes: list[str], move: tuple[str, str]) -> Archived:
-    """Commit the journal (atomically: that is the commit point), then redo it. Every path is
-    checked first: one that a symlink leads out of the workspace refuses the archive (PathEscape)
-    before the commit point, rather than leave a journal that can never be redone."""
-    for rel in (*writes, *deletes, *move):
-        resolve_inside(project, rel)
-    journal = {"writes": {rel: base64.b64encode(data).decode() for rel, data in writes.items()},
-               "deletes": deletes, "move": list(move)}
+    """`apply_archives` of one archive."""
+    return apply_archives(project, [Archive(writes, deletes, move)])[0]
+
+
+def apply_archives(project: Path, archives: list[Archive]) -> list[Archived]:
+    """Commit one journal naming every archive (atomically: that is the commit point, for all of
+    them), then redo it. Every path is checked first: one that a symlink leads out of the
+    workspace refuses the lot (PathEscape) before the commit point, rather than leave a journal
+    that can never be redone. The archives must not touch the same paths (the toolset batches
+    only those that do not). What each did, in order."""
+    for one in archives:
+        for rel in (*one.writes, *one.deletes, *one.move):
+            resolve_inside(project, rel)
+    journal = {"archives": [{"writes": {rel: base64.b64encode(data).decode() for rel, data in one.writes.items()},
+                             "deletes": one.deletes, "move": list(one.move)} for one in archives]}
     atomic_write(resolve_inside(project, JOURNAL), json.dumps(journal).encode())
-    return recover(project)
+    return _redo(project)
 
 
 def _files_under(directory: Path) -> list[str]:
@@ -179,38 +214,71 @@ def _files_under(directory: Path) -> list[str]:
 
 
 def recover(project: Path) -> Archived:
-    """Redo a committed archive: write its specs, move the change, drop the journal. Idempotent,
+    """Redo a committed journal: write its specs, move its changes, drop the journal. Idempotent,
     so a crash during recovery is recovered the same way. Returns what it did (nothing when no
     journal waits)."""
+    done = _redo(project)
+    return Archived(written=tuple(p for one in done for p in one.written),
+                    removed=tuple(p for one in done for p in one.removed))
+
+
+def _entries(journal: dict[str, Any]) -> list[dict[str, Any]]:
+    """The archives a journal names (one without "archives" is a single archive's, as written before batches)."""
+    entries: list[dict[str, Any]] = journal["archives"] if "archives" in journal else [journal]
+    return entries
+
+
+def _redo(project: Path) -> list[Archived]:
+    """Redo the journal's archives, in rounds so the fsyncs of all of them overlap: every spec file
+    staged and synced at once, then installed; retired specs removed; changes moved; every folder
+    touched synced at once; then the journal dropped (and that made durable)."""
     path = resolve_inside(project, JOURNAL)
     data = read_confined(project, JOURNAL)
     if data is None:
-        return Archived()
-    journal = json.loads(data)
-    for rel, data in journal["writes"].items():
-        atomic_write(resolve_inside(project, rel), base64.b64decode(data))
+        return []
+    entries = _entries(json.loads(data))
+    targets = [(resolve_inside(project, rel), text) for entry in entries for rel, text in entry["writes"].items()]
+    touched = {d.parent for d in missing_parents(target for target, _ in targets)}  # new folders' entries
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for target, text in targets:
+            drop_temps(target)  # a redo killed before installing left its own
+            staged.append((stage(target, base64.b64decode(text), sync=False), target))
+        fsync_paths([tmp for tmp, _ in staged])
+    except BaseException:
+        for tmp, _ in staged:
+            unlink_quietly(tmp)
+        raise
+    for tmp, target in staged:
+        install(tmp, target)
+        touched.add(target.parent)
     specs = project / "openspec" / "specs"
-    for rel in journal["deletes"]:  # a retired capability: its spec, then the directories it emptied
-        target = resolve_inside(project, rel)
-        target.unlink(missing_ok=True)
-        directory = target.parent
-        while (directory != specs and specs in directory.parents and directory.is_dir() and not directory.is_symlink()
-               and not any(directory.iterdir())):
-            directory.rmdir()
-            fsync_dir(directory.parent)
-            directory = directory.parent
-    source, target = (resolve_inside(project, p) for p in journal["move"])
-    moved: list[str] = []
-    if source.is_dir() and not os.path.lexists(target):
-        moved = _files_under(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(source, target)
-        fsync_dir(source.parent)
-        fsync_dir(target.parent)
-    elif not os.path.lexists(source) and target.is_dir() and not target.is_symlink():  # moved before a crash
-        moved = _files_under(target)
+    done: list[Archived] = []
+    for entry in entries:
+        for rel in entry["deletes"]:  # a retired capability: its spec, then the directories it emptied
+            target = resolve_inside(project, rel)
+            target.unlink(missing_ok=True)
+            touched.add(target.parent)
+            directory = target.parent
+            while (directory != specs and specs in directory.parents and directory.is_dir()
+                   and not directory.is_symlink() and not any(directory.iterdir())):
+                directory.rmdir()
+                touched.discard(directory)
+                touched.add(directory.parent)
+                directory = directory.parent
+        source, target = (resolve_inside(project, p) for p in entry["move"])
+        moved: list[str] = []
+        if source.is_dir() and not os.path.lexists(target):
+            moved = _files_under(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(source, target)
+            touched.update((source.parent, target.parent))
+        elif not os.path.lexists(source) and target.is_dir() and not target.is_symlink():  # moved before a crash
+            moved = _files_under(target)
+        old, new = entry["move"]
+        done.append(Archived(written=(*entry["writes"], *(f"{new}/{rel}" for rel in moved)),
+                             removed=(*entry["deletes"], *(f"{old}/{rel}" for rel in moved))))
+    fsync_paths(sorted(d for d in touched if d.is_dir()))
     path.unlink()
     fsync_dir(path.parent)
-    old, new = journal["move"]
-    return Archived(written=(*journal["writes"], *(f"{new}/{rel}" for rel in moved)),
-                    removed=(*journal["deletes"], *(f"{old}/{rel}" for rel in moved)))
+    return done

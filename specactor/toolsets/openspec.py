@@ -50,11 +50,12 @@ from specactor.domain.openspec.model import (
     TickedTask,
     ValidateOut,
 )
-from specactor.domain.openspec.source import Source, Staged, active_change_ids, spec_ids
+from specactor.domain.openspec.source import Source, Staged, active_change_ids, join, spec_ids
 from specactor.fs.openspec_fs import (
+    Archive,
     OsFileSystem,
     PendingJournal,
-    apply_archive,
+    apply_archives,
     ensure_workspace,
     journal_pending,
     recover,
@@ -66,6 +67,7 @@ from specactor.protocol.registry import Registry
 from specactor.wire.mcp import Resource, ResourceContents, TextResourceContents
 
 if TYPE_CHECKING:
+    from specactor.domain.openspec.archive import ArchivePlan
     from specactor.domain.openspec.change_rules import Context
     from specactor.toolsets import Services
 
@@ -143,9 +145,10 @@ class Workspace:
         except PendingJournal:
             return await self.write(lambda tx: fn())
 
-    async def write(self, fn: Callable[[Tx], T], kind: Kind | None = None) -> T:
+    async def write(self, fn: Callable[[Tx], T], kind: Kind | None = None, *, defers: bool = False) -> T:
         """A read-modify-write under the workspace lock, published on the change feed as `kind`
-        (else as its paths say); the journal is recovered first."""
+        (else as its paths say); the journal is recovered first. `defers`: `fn` may defer work to
+        its group commit (`Tx.defer`)."""
         def txn(tx: Tx) -> T:
             self._created()
             if journal_pending(self.project):  # redoing an archive moves files: settle first
@@ -157,9 +160,16 @@ class Workspace:
 
         try:
             storage = await self.storages.get(self.project)
-            return await storage.transact(txn, toolset=TOOLSET, kind=kind)
+            return await storage.transact(txn, toolset=TOOLSET, kind=kind, defers=defers)
         except PathEscape as err:  # a symlink inside openspec/ leading out of it
             raise ToolError("INVALID_INPUT", str(err)) from None
+
+    def flush(self, tx: Tx) -> None:
+        """Do the work `tx`'s group deferred (archives), then read the disk afresh: the cache hears
+        of what moved, and the operation's open folders are let go."""
+        tx.flush()
+        self.source.refresh()
+        self.fs.reopen()
 
     def guard(self, *rels: str) -> None:
         """INVALID_INPUT when a schema-valid id still leads out of openspec/ through a symlink."""
@@ -193,6 +203,45 @@ def _overlaps(staged: dict[str, bytes | None], writes: Mapping[str, bytes], dele
               move: tuple[str, str]) -> bool:
     moved = tuple(f"{m}/" for m in move)
     return any(rel in writes or rel in deletes or rel in move or rel.startswith(moved) for rel in staged)
+
+
+_ARCHIVES = "openspec-archives"  # the key of a group commit's archives (`Tx.defer`)
+
+
+class _Archives:
+    """The archives of one group commit, applied with one journal (`apply_archives`): one round of
+    fsyncs for all of them. Each was planned on the disk as the group found it, so only archives
+    that touch none of each other's files wait together (`touches`)."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+        self.items: list[tuple[Tx, ArchivePlan]] = []
+        self.paths: set[str] = set()  # the files they write or remove (under openspec/)
+        self.folders: list[str] = []  # the folders they move, from and to (with a trailing /)
+
+    def _touched(self, plan: ArchivePlan) -> tuple[set[str], list[str]]:
+        read = {join("specs", spec.id, "spec.md") for spec in plan.specs}  # every spec it merged into
+        return read | set(plan.writes) | set(plan.deletes), [f"{folder}/" for folder in plan.move]
+
+    def touches(self, plan: ArchivePlan) -> bool:
+        """Whether `plan` reads or changes a file or folder that a waiting archive changes."""
+        paths, folders = self._touched(plan)
+        return bool(paths & self.paths) or any(a.startswith(b) or b.startswith(a)
+                                                for a in folders for b in self.folders)
+
+    def add(self, tx: Tx, plan: ArchivePlan) -> None:
+        paths, folders = self._touched(plan)
+        self.paths |= paths
+        self.folders += folders
+        self.items.append((tx, plan))
+
+    def apply(self) -> None:
+        done = apply_archives(self.project, [
+            Archive({f"openspec/{rel}": data for rel, data in plan.writes.items()},
+                    [f"openspec/{rel}" for rel in plan.deletes],
+                    (f"openspec/{plan.move[0]}", f"openspec/{plan.move[1]}")) for _, plan in self.items])
+        for (tx, _), archived in zip(self.items, done, strict=True):
+            tx.changed(*archived)  # published with its transaction
 
 
 def _refused(err: EditRefused) -> ToolError:
@@ -405,29 +454,32 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
             from specactor.domain.openspec.archive import plan_archive
 
             ws.guard(f"changes/{args.changeId}")
-            found = plan_archive(view, ws.context(view), args.changeId, today=today, force=args.force,
-                                 update_specs=args.updateSpecs)
+            try:
+                found = plan_archive(view, ws.context(view), args.changeId, today=today, force=args.force,
+                                     update_specs=args.updateSpecs)
+            except Blocked:
+                if tx is None or tx.deferred(_ARCHIVES) is None:
+                    raise
+                ws.flush(tx)  # a refusal names what is on disk (the changes left): the waiting archives first
+                return run(ws.view(tx), tx)
             if args.dryRun:
                 return ArchiveOut(found.record, ws.root(), dryRun=True, specs=found.specs)
-            assert tx is not None  # an archive that writes runs in a transaction (`settled_run`)
+            assert tx is not None  # an archive that writes runs in a transaction
             if isinstance(view, Staged) and _overlaps(view.staged, found.writes, found.deletes, found.move):
                 raise _Requeue
-            # On disk at once, not in the group commit: the feed hears of it with this transaction.
-            tx.changed(*apply_archive(ws.project, {f"openspec/{rel}": data for rel, data in found.writes.items()},
-                                      [f"openspec/{rel}" for rel in found.deletes],
-                                      (f"openspec/{found.move[0]}", f"openspec/{found.move[1]}")))
+            waiting = tx.deferred(_ARCHIVES)
+            if isinstance(waiting, _Archives) and waiting.touches(found):
+                ws.flush(tx)  # it reads what an archive waiting in this group changes: that one first
+                return run(ws.view(tx), tx)
+            tx.defer(_ARCHIVES, lambda: _Archives(ws.project)).add(tx, found)
             return ArchiveOut(found.record, ws.root())
-
-        def settled_run(tx: Tx) -> ArchiveOut:
-            tx.settle()  # the archive moves files the write-ahead log may name: make them durable first
-            return run(ws.view(tx), tx)
 
         try:
             if args.dryRun:
                 return await ws.read(run)
             for _ in range(REQUEUES):
                 try:
-                    return await ws.write(settled_run, "change")
+                    return await ws.write(lambda tx: run(ws.view(tx), tx), "change", defers=True)
                 except _Requeue:
                     continue
             raise ToolError("CONFLICT", f"Change '{args.changeId}' kept being written by concurrent calls; archive "

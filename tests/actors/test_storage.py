@@ -350,13 +350,15 @@ class Held:
         self.release.wait(WAIT)
         tx.write("counter", b"0")
 
-    async def behind(self, storage: StorageActor, fns: list[Callable[[Tx], Any]]) -> list[Any]:
-        """Run `fns` queued behind this transaction; their outcomes, in order."""
+    async def behind(self, storage: StorageActor, fns: list[Callable[[Tx], Any]],
+                     defers: frozenset[int] = frozenset()) -> list[Any]:
+        """Run `fns` queued behind this transaction (those at the indices in `defers` sent with
+        `defers=True`); their outcomes, in order."""
         results: list[Any] = [None] * len(fns)
 
         async def one(i: int, fn: Callable[[Tx], Any]) -> None:
             try:
-                results[i] = await storage.transact(fn)
+                results[i] = await storage.transact(fn, defers=i in defers)
             except Exception as exc:
                 results[i] = exc
 
@@ -412,6 +414,65 @@ async def test_when_a_group_commit_fails_none_of_its_transactions_is_acknowledge
     assert not (root / "fine.txt").exists() and (root / "counter").read_bytes() == b"0"
     assert leftovers(root) == []
     assert await storage.transact(fine) is None  # the actor carries on
+
+
+# ---------------------------------------------------------------------- deferred work
+
+
+class Appends:
+    """Deferred work: the lines the group's transactions gave it, appended to `deferred` at once."""
+
+    def __init__(self, root: Path, fail: bool = False) -> None:
+        self.root, self.fail = root, fail
+        self.lines: list[bytes] = []
+
+    def apply(self) -> None:
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        path = self.root / "deferred"
+        atomic_write(path, (path.read_bytes() if path.exists() else b"") + b"".join(self.lines))
+        APPLIED.append(len(self.lines))
+
+
+APPLIED: list[int] = []  # how many lines each `Appends.apply` wrote
+
+
+def appends(line: bytes, fail: bool = False) -> Callable[[Tx], bytes]:
+    def fn(tx: Tx) -> bytes:
+        tx.defer("append", lambda: Appends(tx.root, fail)).lines.append(line)
+        return line
+    return fn
+
+
+def reads_deferred(tx: Tx) -> bytes:
+    return tx.read("deferred") or b""
+
+
+async def test_work_deferred_by_a_group_is_done_once_before_a_transaction_that_defers_nothing_reads(
+        storage: StorageActor, root: Path) -> None:
+    APPLIED.clear()
+    fns = [appends(b"a\n"), appends(b"b\n"), reads_deferred, appends(b"c\n")]
+    results = await Held().behind(storage, fns, defers=frozenset({0, 1, 3}))
+    done = (root / "deferred").read_bytes()
+    assert sorted(done.splitlines()) == [b"a", b"b", b"c"] and results[:2] + results[3:] == [b"a\n", b"b\n", b"c\n"]
+    # The reader ran after the work deferred before it was done, whatever order the three queued in.
+    assert done.startswith(results[2]) and sum(APPLIED) == 3 and len(APPLIED) <= 2
+    assert storage.groups == 2
+
+
+async def test_deferred_work_that_fails_fails_the_transactions_that_deferred_it_and_no_other(
+        storage: StorageActor, root: Path) -> None:
+    fns = [appends(b"x\n", fail=True), increment, appends(b"y\n", fail=True)]
+    results = await Held().behind(storage, fns, defers=frozenset({0, 2}))
+    assert isinstance(results[0], OSError) and isinstance(results[2], OSError) and results[1] == 1
+    assert (root / "counter").read_bytes() == b"1" and not (root / "deferred").exists()
+    assert await storage.transact(appends(b"z\n"), defers=True) == b"z\n"  # the actor carries on
+    assert (root / "deferred").read_bytes() == b"z\n"
+
+
+async def test_a_transaction_not_sent_to_defer_cannot(storage: StorageActor) -> None:
+    with pytest.raises(RuntimeError, match="defers=True"), trio.fail_after(10):
+        await storage.transact(appends(b"never"))
 
 
 # ---------------------------------------------------------------------- the change feed

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from specactor.domain.openspec.cache import CachedSource
@@ -121,3 +122,52 @@ def test_warm_resource_indexes_see_edits_made_on_disk_by_another_process(tmp_pat
     assert first[1] != second[1] and "4/4" in second[1]
     assert "2024-01-01-old" not in first[2] and "2024-01-01-old" in second[2]
     assert second == third
+
+
+def _complete_change(root: Path, change: str, cap: str) -> None:
+    from specactor.domain.openspec.render import DeltaDoc, RequirementDoc, ScenarioDoc, render_delta
+
+    folder = root / "openspec" / "changes" / change
+    (folder / "specs" / cap).mkdir(parents=True)
+    (folder / "proposal.md").write_text(f"# Change: {change}\n\n## Why\nTo test a burst of archives.\n\n"
+                                        f"## What Changes\n- {cap}\n")
+    (folder / "tasks.md").write_text("## 1. Work\n- [x] 1.1 Write it\n")
+    req = RequirementDoc(f"Kept by {change}", [f"The system SHALL keep {change}."],
+                         [ScenarioDoc("Archived", ["- **WHEN** archived", "- **THEN** merged"])])
+    (folder / "specs" / cap / "spec.md").write_text(render_delta(DeltaDoc(added=[req])))
+
+
+def test_a_burst_of_archives_is_applied_together_and_archives_each_change_once_with_every_requirement(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import specactor.toolsets.openspec as toolset
+
+    root = materialise(basic(), tmp_path)
+    caps = ["burst-one", "burst-two", "burst-one", "burst-three", "burst-two", "burst-one"]
+    changes = [f"burst-{k}" for k in range(len(caps))]
+    for change, cap in zip(changes, caps, strict=True):
+        _complete_change(root, change, cap)
+    sizes: list[int] = []
+    real = toolset.apply_archives
+
+    def counted(project: Path, archives: list[Any]) -> Any:
+        sizes.append(len(archives))
+        return real(project, archives)
+
+    monkeypatch.setattr(toolset, "apply_archives", counted)
+    *archived, again, missing = run(root, [*[("archive", {"changeId": c}) for c in changes],
+                                           ("archive", {"changeId": changes[1]}),
+                                           ("archive", {"changeId": "burst-none"})])
+    both = [archived[1], again]
+    assert all(r["success"] for r in archived[:1] + archived[2:]), archived
+    assert sorted(r["success"] for r in both) == [False, True]  # the same change: archived once
+    assert next(r for r in both if not r["success"])["error"]["code"] == "NOT_FOUND"
+    assert missing["error"]["code"] == "NOT_FOUND" and "burst-1" not in missing["error"]["message"]
+    assert max(sizes) > 1 and sum(sizes) == len(changes)  # applied together, each once
+    listing = sorted(p.name for p in (root / "openspec" / "changes" / "archive").iterdir())
+    assert [name[11:] for name in listing if name[11:].startswith("burst-")] == changes
+    assert not any((root / "openspec" / "changes" / c).exists() for c in changes)
+    for cap in set(caps):
+        text = (root / "openspec" / "specs" / cap / "spec.md").read_text()
+        kept = [c for c, of in zip(changes, caps, strict=True) if of == cap]
+        assert all(f"### Requirement: Kept by {c}\n" in text for c in kept), (cap, text)
+    assert not list((root / "openspec").rglob("*.tmp")) and not (root / ".specactor/openspec-archive.journal").exists()

@@ -26,7 +26,7 @@ KILLER = textwrap.dedent("""
 
     root, kill_at = Path(sys.argv[1]), int(sys.argv[2])
     calls = [0]
-    real_write, real_rename = toolset.atomic_write, os.rename
+    real_write, real_install, real_rename = toolset.atomic_write, toolset.install, os.rename
 
     def step() -> None:
         calls[0] += 1
@@ -37,12 +37,17 @@ KILLER = textwrap.dedent("""
         step()
         real_write(path, data)
 
+    def install(tmp, path):
+        step()
+        real_install(tmp, path)
+
     def rename(a, b, *args, **kw):
         if "changes" in str(a):
             step()
         real_rename(a, b, *args, **kw)
 
     toolset.atomic_write = write
+    toolset.install = install
     toolset.os.rename = rename
     call_tool(root, "archive", {"changeId": sys.argv[3], "force": True})
     os._exit(0)
@@ -137,3 +142,72 @@ def logged(root: Path) -> list[str]:
         return [rel for found in reader.catch_up() for rel, _ in found.record.writes]
     finally:
         reader.close()
+
+
+BATCH_KILLER = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    import specactor.fs.openspec_fs as fs
+
+    root, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+    calls = [0]
+    real_write, real_install, real_rename = fs.atomic_write, fs.install, os.rename
+
+    def step() -> None:
+        calls[0] += 1
+        if calls[0] == kill_at:
+            os._exit(9)
+
+    def write(path, data):
+        step()
+        real_write(path, data)
+
+    def install(tmp, path):
+        step()
+        real_install(tmp, path)
+
+    def rename(a, b, *args, **kw):
+        step()
+        real_rename(a, b, *args, **kw)
+
+    fs.atomic_write, fs.install, fs.os.rename = write, install, rename
+    fs.apply_archives(root, [
+        fs.Archive({"openspec/specs/a/spec.md": b"A merged\\n"}, [],
+                   ("openspec/changes/one", "openspec/changes/archive/d-one")),
+        fs.Archive({"openspec/specs/b/spec.md": b"B new\\n"}, ["openspec/specs/c/spec.md"],
+                   ("openspec/changes/two", "openspec/changes/archive/d-two")),
+    ])
+    os._exit(0)
+""")
+
+
+def _two_changes(root: Path) -> Path:
+    for rel, text in {"specs/a/spec.md": "A\n", "specs/c/spec.md": "C\n", "changes/one/tasks.md": "- [x] 1\n",
+                      "changes/one/specs/a/spec.md": "delta a\n", "changes/two/proposal.md": "why\n"}.items():
+        (root / "openspec" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "openspec" / rel).write_text(text)
+    return root
+
+
+# Steps: 1 the journal, 2-3 the two specs installed, 4-5 the two changes moved; 6 = not killed.
+@pytest.mark.parametrize("kill_at", [1, 2, 3, 4, 5, 6])
+def test_archives_applied_together_are_all_or_nothing_together(tmp_path: Path, kill_at: int) -> None:
+    from specactor.fs.openspec_fs import journal_pending, recover
+
+    root = _two_changes(tmp_path / "ws")
+    before = tree(root)
+    done = subprocess.run([sys.executable, "-c", BATCH_KILLER, str(root), str(kill_at)],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, timeout=120, check=False)
+    assert done.returncode == (9 if kill_at < 6 else 0), done.stderr.decode()[-2000:]
+    if kill_at == 1:
+        assert tree(root) == before and not journal_pending(root)  # killed before the commit point
+        return
+    recovered = recover(root)
+    assert not journal_pending(root)
+    assert tree(root) == {"specs/a/spec.md": b"A merged\n", "specs/b/spec.md": b"B new\n",
+                          "changes/archive/d-one/tasks.md": b"- [x] 1\n",
+                          "changes/archive/d-one/specs/a/spec.md": b"delta a\n",
+                          "changes/archive/d-two/proposal.md": b"why\n"}
+    assert not (root / "openspec/specs/c").exists()  # the retired spec's emptied folder went with it
+    if kill_at < 6:
+        assert "openspec/specs/a/spec.md" in recovered.written and "openspec/specs/c/spec.md" in recovered.removed
