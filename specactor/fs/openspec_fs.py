@@ -194,22 +194,29 @@ def apply_archives(project: Path, archives: list[Archive]) -> list[Archived]:
     workspace refuses the lot (PathEscape) before the commit point, rather than leave a journal
     that can never be redone. The archives must not touch the same paths (the toolset batches
     only those that do not). What each did, in order."""
+    verified: set[str] = set()  # folders found real (not symlinks), for every path of the lot
     for one in archives:
         for rel in (*one.writes, *one.deletes, *one.move):
-            resolve_inside(project, rel)
+            resolve_inside(project, rel, verified)
     journal = {"archives": [{"writes": {rel: base64.b64encode(data).decode() for rel, data in one.writes.items()},
                              "deletes": one.deletes, "move": list(one.move)} for one in archives]}
     atomic_write(resolve_inside(project, JOURNAL), json.dumps(journal).encode())
-    return _redo(project)
+    return _redo(project, verified)
 
 
 def _files_under(directory: Path) -> list[str]:
     """The files (and symlinks) below `directory`, relative to it, `/`-separated; no link followed."""
-    found = []
-    for folder, dirs, files in os.walk(directory):
-        base = Path(folder).relative_to(directory)
-        names = files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]
-        found += [(base / name).as_posix() for name in names]
+    found: list[str] = []
+
+    def walk(folder: str, prefix: str) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    walk(entry.path, f"{prefix}{entry.name}/")
+                else:
+                    found.append(prefix + entry.name)
+
+    walk(os.fspath(directory), "")
     return sorted(found)
 
 
@@ -228,7 +235,7 @@ def _entries(journal: dict[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
-def _redo(project: Path) -> list[Archived]:
+def _redo(project: Path, verified: set[str] | None = None) -> list[Archived]:
     """Redo the journal's archives, in rounds so the fsyncs of all of them overlap: every spec file
     staged and synced at once, then installed; retired specs removed; changes moved; every folder
     touched synced at once; then the journal dropped (and that made durable)."""
@@ -237,7 +244,9 @@ def _redo(project: Path) -> list[Archived]:
     if data is None:
         return []
     entries = _entries(json.loads(data))
-    targets = [(resolve_inside(project, rel), text) for entry in entries for rel, text in entry["writes"].items()]
+    verified = set() if verified is None else verified  # (see `resolve_inside`)
+    targets = [(resolve_inside(project, rel, verified), text) for entry in entries
+               for rel, text in entry["writes"].items()]
     touched = {d.parent for d in missing_parents(target for target, _ in targets)}  # new folders' entries
     staged: list[tuple[Path, Path]] = []
     try:
@@ -256,7 +265,7 @@ def _redo(project: Path) -> list[Archived]:
     done: list[Archived] = []
     for entry in entries:
         for rel in entry["deletes"]:  # a retired capability: its spec, then the directories it emptied
-            target = resolve_inside(project, rel)
+            target = resolve_inside(project, rel, verified)
             target.unlink(missing_ok=True)
             touched.add(target.parent)
             directory = target.parent
@@ -266,7 +275,7 @@ def _redo(project: Path) -> list[Archived]:
                 touched.discard(directory)
                 touched.add(directory.parent)
                 directory = directory.parent
-        source, target = (resolve_inside(project, p) for p in entry["move"])
+        source, target = (resolve_inside(project, p, verified) for p in entry["move"])
         moved: list[str] = []
         if source.is_dir() and not os.path.lexists(target):
             moved = _files_under(source)
