@@ -153,3 +153,17 @@ def test_applies_to_only_narrows_what_a_prohibition_reports(paths: list[str], gl
     _, wide, _, _ = check([holder(rule("must_not_use", "code", "forbidden"))], files, None)
     _, narrow, _, _ = check([holder(rule("must_not_use", "code", "forbidden", [glob]))], files, None)
     assert {v.location.file for v in narrow if v.location} <= {v.location.file for v in wide if v.location}
+
+
+@given(st.lists(st.sampled_from(FILES), max_size=4, unique=True), st.sampled_from(["info", "warn", "block"]))
+def test_rules_made_once_and_checked_again_and_again_give_what_a_fresh_check_gives(
+        files: list[tuple[str, str]], severity: str) -> None:
+    from specactor.domain.knowledge.check import rules_of
+
+    items = [holder(*(rule(o, t, p, a, severity=("info", "warn", "block")[k % 3])
+                      for k, (o, t, p, a, _) in enumerate(GOLDEN))),
+             holder(rule("must_not_use", "code", "(?<=x)y"), item_id="pol-2")]  # RE2 refuses a lookbehind
+    made = rules_of(items)
+    for _ in range(2):  # the shared rules come out of a check as they went in
+        assert check((), files, DEPS, severity, rules=made) == check(items, files, DEPS, severity)
+    assert [i.knowledge_item_id for i in check(items, files, DEPS, severity).invalid] == ["pol-2"]

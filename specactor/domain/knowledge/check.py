@@ -192,7 +192,7 @@ class Workspace:
     dependencies: list[tuple[str, str | None]] | None
     _applicable: dict[tuple[str, ...], list[Source]] = field(default_factory=dict)
     # (target, pattern, appliesTo) → what `_things` found: constraints that differ only in operator,
-    # severity or message (most of a large repository's) read the files once between them.
+    # severity or message (most of a large repository's) read the files once between them (`_violations`).
     _found: dict[tuple[str, str, tuple[str, ...]], tuple[bool, list[Thing]]] = field(default_factory=dict)
 
     def applicable(self, applies_to: Sequence[str] | None) -> list[Source]:
@@ -212,16 +212,6 @@ class Workspace:
 Hit = tuple[Location | None, str]
 # A thing a constraint looks at: where it is, its name, and the pattern's hits in it.
 Thing = tuple[Location | None, str, list[Hit]]
-
-
-def _found(c: Constraint, ws: Workspace) -> tuple[bool, list[Thing]]:
-    """`_things`, computed once per (target, pattern, appliesTo) in a workspace."""
-    key = (c.target, c.pattern, tuple(c.applies_to or ()))
-    found = ws._found.get(key)
-    if found is None:
-        supplied, things = _things(c, ws)
-        found = ws._found[key] = (supplied, list(things))
-    return found
 
 
 def _things(c: Constraint, ws: Workspace) -> tuple[bool, Iterator[Thing]]:
@@ -278,8 +268,9 @@ def _content_hits(rx: Regex, f: Source) -> list[Hit]:
     return hits
 
 
-def _describe(c: Constraint, what: str) -> str:
-    return f"{c.operator} {c.target} '{c.pattern}': {what}"
+def _describe(c: Constraint) -> str:
+    """How a violation's message starts when its constraint has no message: what was violated."""
+    return f"{c.operator} {c.target} '{c.pattern}': "
 
 
 def refusal(c: Constraint) -> str | None:
@@ -301,21 +292,6 @@ def _refusal(target: str, pattern: str, applies_to: tuple[str, ...]) -> str | No
     return compiled.reason if isinstance(compiled, Refused) else None
 
 
-def evaluate(item: Item, c: Constraint, ws: Workspace) -> list[tuple[Location | None, str]]:
-    """The violations of one constraint: (location, message) pairs; none when `refusal(c)` has a reason."""
-    supplied, things = _found(c, ws)
-    if not supplied:
-        return []
-    if c.operator in ("must_use", "must_exist"):
-        if any(hits for _, _, hits in things):
-            return []
-        return [(None, c.message or _describe(c, "nothing matches"))]
-    if c.operator == "must_match":
-        return [(where, c.message or _describe(c, f"'{name}' does not match")) for where, name, hits in things
-                if not hits]
-    return [(where, c.message or _describe(c, f"found '{text}'")) for _, _, hits in things for where, text in hits]
-
-
 class Checked(NamedTuple):
     """What `check` found: whether it passed, the reported violations, counts of all, the skipped."""
 
@@ -325,36 +301,94 @@ class Checked(NamedTuple):
     invalid: list[InvalidConstraint]
 
 
+Key = tuple[str, str, tuple[str, ...]]  # (target, pattern, appliesTo): what a constraint reads, and how
+
+
+class Rule(NamedTuple):
+    """One constraint ready to evaluate: its item, its key, its severity's rank, and what a
+    violation of it reports (one object shared by every violation: never changed)."""
+
+    item: Item
+    c: Constraint
+    key: Key
+    rank: int
+    what: ViolatedConstraint
+    prefix: str  # how a violation's message starts when the constraint has none (`_describe`)
+
+
+class Rules(NamedTuple):
+    """Items' constraints made ready for checking, in order, and those `refusal` turns down. The
+    same items are checked again and again (a snapshot's binding items): made once, kept."""
+
+    rules: list[Rule]
+    invalid: list[InvalidConstraint]
+
+
+def rules_of(items: Iterable[Item]) -> Rules:
+    rules: list[Rule] = []
+    invalid: list[InvalidConstraint] = []
+    for item in items:
+        for c in item.constraints or ():
+            what = ViolatedConstraint(operator=c.operator, target=c.target, pattern=c.pattern)
+            reason = refusal(c)
+            if reason is not None:
+                invalid.append(InvalidConstraint(knowledge_item_id=item.id, file=item.path, reason=reason,
+                                                 constraint=what))
+                continue
+            rules.append(Rule(item, c, (c.target, c.pattern, tuple(c.applies_to or ())), SEVERITY_RANK[c.severity],
+                              what, _describe(c)))
+    return Rules(rules, invalid)
+
+
+def _violations(rule: Rule, ws: Workspace) -> list[tuple[Location | None, str]]:
+    """`evaluate` of a rule: its key made once, its messages from `prefix`."""
+    c = rule.c
+    found = ws._found.get(rule.key)
+    if found is None:
+        supplied, made = _things(c, ws)
+        found = ws._found[rule.key] = (supplied, list(made))
+    supplied, things = found
+    if not supplied:
+        return []
+    message = c.message
+    if c.operator in ("must_use", "must_exist"):
+        if any(hits for _, _, hits in things):
+            return []
+        return [(None, message or f"{rule.prefix}nothing matches")]
+    if c.operator == "must_match":
+        return [(where, message or f"{rule.prefix}'{name}' does not match") for where, name, hits in things
+                if not hits]
+    if message:
+        return [(where, message) for _, _, hits in things for where, _ in hits]
+    return [(where, f"{rule.prefix}found '{text}'") for _, _, hits in things for where, text in hits]
+
+
 def check(items: Iterable[Item], files: Sequence[tuple[str, str]] | None,
           dependencies: Sequence[tuple[str, str | None]] | None,
-          min_severity: Severity = "warn") -> Checked:
-    """Evaluate every constraint of `items`, skipping (and listing) those `refusal` turns down.
+          min_severity: Severity = "warn", rules: Rules | None = None) -> Checked:
+    """Evaluate every constraint of `items` (or the `rules` already made of them), skipping (and
+    listing) those `refusal` turns down.
 
     Never raises for a pattern: a knowledge repository is shared input, and one bad constraint
     must not stop the others from being checked.
     """
+    if rules is None:
+        rules = rules_of(items)
     ws = Workspace([Source(normalise(p), c) for p, c in files] if files is not None else None,
                    list(dependencies) if dependencies is not None else None)
     floor = SEVERITY_RANK[min_severity]
     tally = dict.fromkeys(SEVERITY_RANK, 0)
     reported: list[Violation] = []
-    invalid: list[InvalidConstraint] = []
-    for item in items:
-        for c in item.constraints or ():
-            reason = refusal(c)
-            if reason is not None:
-                invalid.append(InvalidConstraint(knowledge_item_id=item.id, file=item.path, reason=reason,
-                                                 constraint=ViolatedConstraint(operator=c.operator, target=c.target,
-                                                                               pattern=c.pattern)))
-                continue
-            found = evaluate(item, c, ws)
-            if not found:
-                continue
-            tally[c.severity] += len(found)
-            if SEVERITY_RANK[c.severity] >= floor:
-                what = ViolatedConstraint(operator=c.operator, target=c.target, pattern=c.pattern)  # shared: read-only
-                reported.extend(Violation(knowledge_item_id=item.id, knowledge_item_title=item.title, constraint=what,
-                                          severity=c.severity, message=message, location=location)
-                                for location, message in found)
+    for rule in rules.rules:
+        found = _violations(rule, ws)
+        if not found:
+            continue
+        severity = rule.c.severity
+        tally[severity] += len(found)
+        if rule.rank >= floor:
+            item_id, title, what = rule.item.id, rule.item.title, rule.what
+            reported.extend(Violation(knowledge_item_id=item_id, knowledge_item_title=title, constraint=what,
+                                      severity=severity, message=message, location=location)
+                            for location, message in found)
     counts = SeverityCounts(**tally)
-    return Checked(counts.block == 0, reported, counts, invalid)
+    return Checked(counts.block == 0, reported, counts, list(rules.invalid))

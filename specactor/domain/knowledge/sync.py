@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -20,6 +20,11 @@ from specactor.domain.knowledge.api import Item, Problem, SeverityCounts, SyncSt
 from specactor.domain.knowledge.parse import item_scope
 from specactor.domain.knowledge.query import QueryIndex, binds
 from specactor.domain.memory.layers import Identifiers, Layer
+
+if TYPE_CHECKING:
+    from specactor.domain.knowledge.check import Rules
+
+RULE_SETS = 64  # sets of items whose rules a snapshot keeps (`Snapshot.rules`)
 
 MANIFEST = "manifest.json"
 POINTER_CONSTRAINTS = 3
@@ -227,12 +232,26 @@ class Snapshot:
     _index: QueryIndex | None = field(default=None, repr=False, compare=False)
     _bound: dict[tuple[str | None, str | None, str | None], list[Item]] = field(
         default_factory=dict, repr=False, compare=False)
+    _rules: dict[tuple[str, ...], Rules] = field(default_factory=dict, repr=False, compare=False)
 
     def index(self) -> QueryIndex:
         """The items' query index, built on first use."""
         if self._index is None:
             self._index = QueryIndex(self.items.values())
         return self._index
+
+    def rules(self, ids: Sequence[str]) -> Rules:
+        """The constraints of the items `ids`, made ready for `check` once (a few sets of items are
+        checked again and again: those binding each caller)."""
+        from specactor.domain.knowledge.check import rules_of  # RE2 and the globs: only once checking
+
+        key = tuple(ids)
+        found = self._rules.get(key)
+        if found is None:
+            if len(self._rules) >= RULE_SETS:
+                self._rules.clear()
+            found = self._rules[key] = rules_of(self.items[i] for i in key)
+        return found
 
     def binding(self, ids: Identifiers) -> list[Item]:
         """The accepted items with constraints that bind a caller with these identifiers (`binds`)."""
