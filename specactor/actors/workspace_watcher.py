@@ -118,11 +118,14 @@ class WorkspaceWatcher:
                 return False
         return True
 
-    def _watch_tree(self, inotify: Inotify, rel: str) -> bool:
+    def _watch_tree(self, inotify: Inotify, rel: str, files: list[str] | None = None) -> bool:
+        """Watch `rel` and every folder under it; the files met on the way go into `files`."""
         ok = inotify.watch(os.path.join(self.root, rel), rel)
         for child, is_dir in walk(self.root, rel):
             if is_dir:
                 ok = inotify.watch(os.path.join(self.root, child), child) and ok
+            elif files is not None:
+                files.append(child)
         return ok
 
     async def _follow(self, inotify: Inotify) -> None:
@@ -148,8 +151,9 @@ class WorkspaceWatcher:
                 continue
             if mask & Inotify.ISDIR and mask & Inotify.CREATED_DIR:
                 # A new folder: watch it, and count what is already in it (made before the watch).
-                self._watch_tree(inotify, rel)
-                paths.update((child, None) for child, is_dir in walk(self.root, rel) if not is_dir)
+                found: list[str] = []
+                self._watch_tree(inotify, rel, found)
+                paths.update(dict.fromkeys(found))
             elif not mask & Inotify.ISDIR:
                 paths[rel] = None
         return [(rel, identity(os.path.join(self.root, rel))) for rel in paths if not is_temp(rel)]
