@@ -301,6 +301,51 @@ def fsync_paths(paths: list[Path]) -> None:
         raise failure
 
 
+def _syncfs() -> Any:
+    """libc's syncfs(2), where the kernel reports its write-back errors (Linux 5.8 and later:
+    before, a failed write-back went unreported); None elsewhere."""
+    try:
+        major, minor = (int(part) for part in re.findall(r"\d+", os.uname().release)[:2])
+        if (major, minor) < (5, 8):
+            return None
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError, ValueError):
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_syncfs_call = _syncfs()
+SYNCFS_FROM = 64  # paths at which one syncfs per file system beats an fsync each (~5x at 400 here)
+
+
+def sync_filesystems(paths: list[Path]) -> bool:
+    """Make `paths` durable with one `syncfs` per file system holding them, in place of an fsync
+    each: everything written on those file systems reaches the disk, these files, their folders'
+    entries and all. False (nothing done that counts) where there is no such call or it fails:
+    the caller then fsyncs each path. Paths that are gone are passed over."""
+    if _syncfs_call is None:
+        return False
+    handles: dict[int, Path] = {}  # a path on each file system
+    for path in paths:
+        try:
+            handles.setdefault(os.stat(path).st_dev, path)
+        except OSError:  # gone meanwhile: nothing to make durable
+            continue
+    for path in handles.values():
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            if _syncfs_call(fd) != 0:
+                return False
+        finally:
+            os.close(fd)
+    return True
+
+
 def fsync_present(paths: list[Path]) -> None:
     """`fsync_paths`, passing over paths that were removed meanwhile."""
     fsync_paths([p for p in paths if os.path.exists(p)])

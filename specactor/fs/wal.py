@@ -44,7 +44,7 @@ from pathlib import Path
 
 import msgspec
 
-from specactor.fs.files import fsync_dir, read_file
+from specactor.fs.files import SYNCFS_FROM, fsync_dir, read_file, sync_filesystems
 
 # Header at offset 0: magic, generation, crc32 of the generation. Records start at HEADER_SIZE.
 HEADER = struct.Struct("<8sQI")
@@ -270,11 +270,14 @@ class WriteAheadLog:
     def checkpoint(self, root: Path, resolve: Callable[[str], Path | None],
                    sync: Callable[[list[Path]], None]) -> None:
         """Make every file this generation wrote durable (files, then their directories up to
-        `root`), then start the next generation."""
+        `root`), then start the next generation. Many files: one `syncfs` per file system
+        instead (`sync_filesystems`), where the kernel has one that reports errors."""
         if self.count:
             paths = [p for p in map(resolve, sorted(self.dirty)) if p is not None]
-            sync([p for p in paths if os.path.isfile(p)])
-            sync([d for d in ancestors(root, paths) if os.path.isdir(d)])
+            folders = ancestors(root, paths)
+            if len(paths) < SYNCFS_FROM or not sync_filesystems([*paths, *folders]):
+                sync([p for p in paths if os.path.isfile(p)])
+                sync([d for d in folders if os.path.isdir(d)])
         self._write_header(self.generation + 1)
         self.generation, self.end, self.count = self.generation + 1, HEADER_SIZE, 0
         self.dirty.clear()

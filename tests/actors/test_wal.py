@@ -15,6 +15,7 @@ import trio.testing
 from specactor.actors import storage as storage_module
 from specactor.actors.storage import StorageActor, Tx
 from specactor.config import load
+from specactor.fs import files as files_module
 from specactor.fs import wal
 from specactor.testing import open_memory_server
 from tests.actors.wal_support import log_of, records, write
@@ -37,6 +38,53 @@ def test_a_commit_is_one_logged_record_and_a_checkpoint_empties_the_log(root: Pa
     assert records(root) == [] and log_of(actor).generation == generation + 1
     assert (root / "specs" / "a.md").read_bytes() == b"alpha"
     assert (root / ".specactor" / ".gitignore").read_text().splitlines()[0] == "wal"
+
+
+class Calls:
+    """Stands in for libc's syncfs: counts the calls, answers `rc` (0 after really syncing)."""
+
+    def __init__(self, rc: int = 0) -> None:
+        self.rc, self.fds = rc, 0
+
+    def __call__(self, fd: int) -> int:
+        self.fds += 1
+        if self.rc == 0:
+            os.fsync(fd)  # what the test can do for the file system: the file itself
+        return self.rc
+
+
+def fsyncs_during(root: Path, monkeypatch: pytest.MonkeyPatch, files: int) -> list[int]:
+    """Write `files` files through the log, checkpoint; how many paths the fsync-each way synced."""
+    synced: list[int] = []
+    real = storage_module._sync_or_report
+    monkeypatch.setattr(storage_module, "_sync_or_report", lambda paths: (synced.append(len(paths)), real(paths)))
+    actor = StorageActor(root)
+    actor.transact_blocking(lambda tx: [tx.write(f"specs/s{k}/spec.md", b"x" * k) for k in range(files)])
+    actor.checkpoint_blocking()
+    assert records(root) == [] and (root / "specs/s3/spec.md").read_bytes() == b"xxx"
+    return synced
+
+
+def test_a_checkpoint_of_many_files_syncs_each_file_system_once(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls()
+    monkeypatch.setattr(files_module, "_syncfs_call", calls)
+    assert fsyncs_during(root, monkeypatch, files_module.SYNCFS_FROM) == []  # not one fsync a file
+    assert calls.fds == 1  # one file system
+
+
+def test_a_checkpoint_of_few_files_fsyncs_each(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls()
+    monkeypatch.setattr(files_module, "_syncfs_call", calls)
+    synced = fsyncs_during(root, monkeypatch, 5)
+    assert calls.fds == 0 and synced[0] == 5  # the files, then their folders
+
+
+@pytest.mark.parametrize("syncfs", [None, Calls(rc=-1)], ids=["no syncfs", "syncfs fails"])
+def test_where_syncfs_cannot_be_had_a_checkpoint_fsyncs_each_file(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   syncfs: Calls | None) -> None:
+    monkeypatch.setattr(files_module, "_syncfs_call", syncfs)
+    synced = fsyncs_during(root, monkeypatch, files_module.SYNCFS_FROM)
+    assert synced[0] == files_module.SYNCFS_FROM
 
 
 def test_volatile_files_are_installed_but_not_logged(root: Path) -> None:
