@@ -24,6 +24,7 @@ from specactor.domain.openspec.cache import Stat
 from specactor.domain.openspec.source import Entry, Unreadable
 from specactor.fs.confined import Confined, read_confined
 from specactor.fs.files import (
+    SYNCFS_FROM,
     PathEscape,
     atomic_write,
     drop_temps,
@@ -33,6 +34,7 @@ from specactor.fs.files import (
     missing_parents,
     resolve_inside,
     stage,
+    sync_filesystems,
     unlink_quietly,
 )
 from specactor.fs.inotify import Inotify
@@ -237,8 +239,9 @@ def _entries(journal: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _redo(project: Path, verified: set[str] | None = None) -> list[Archived]:
     """Redo the journal's archives, in rounds so the fsyncs of all of them overlap: every spec file
-    staged and synced at once, then installed; retired specs removed; changes moved; every folder
-    touched synced at once; then the journal dropped (and that made durable)."""
+    staged and installed; retired specs removed; changes moved; every file and folder touched
+    synced at once (one `syncfs` when they are many); then the journal dropped (and that made
+    durable)."""
     path = resolve_inside(project, JOURNAL)
     data = read_confined(project, JOURNAL)
     if data is None:
@@ -253,11 +256,12 @@ def _redo(project: Path, verified: set[str] | None = None) -> list[Archived]:
         for target, text in targets:
             drop_temps(target)  # a redo killed before installing left its own
             staged.append((stage(target, base64.b64decode(text), sync=False), target))
-        fsync_paths([tmp for tmp, _ in staged])
     except BaseException:
         for tmp, _ in staged:
             unlink_quietly(tmp)
         raise
+    # Installed before their bytes are durable: until the journal goes (after the sync below),
+    # a crash redoes every write, so a file left empty by one is written again.
     for tmp, target in staged:
         install(tmp, target)
         touched.add(target.parent)
@@ -287,7 +291,9 @@ def _redo(project: Path, verified: set[str] | None = None) -> list[Archived]:
         old, new = entry["move"]
         done.append(Archived(written=(*entry["writes"], *(f"{new}/{rel}" for rel in moved)),
                              removed=(*entry["deletes"], *(f"{old}/{rel}" for rel in moved))))
-    fsync_paths(sorted(d for d in touched if d.is_dir()))
+    durable = [target for _, target in staged] + sorted(d for d in touched if d.is_dir())
+    if len(durable) < SYNCFS_FROM or not sync_filesystems(durable):
+        fsync_paths(durable)  # files and folders at once: all of them before the journal goes
     path.unlink()
     fsync_dir(path.parent)
     return done
