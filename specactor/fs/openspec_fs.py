@@ -185,11 +185,6 @@ class Archive(NamedTuple):
     move: tuple[str, str]
 
 
-def apply_archive(project: Path, writes: dict[str, bytes], deletes: list[str], move: tuple[str, str]) -> Archived:
-    """`apply_archives` of one archive."""
-    return apply_archives(project, [Archive(writes, deletes, move)])[0]
-
-
 def apply_archives(project: Path, archives: list[Archive]) -> list[Archived]:
     """Commit one journal naming every archive (atomically: that is the commit point, for all of
     them), then redo it. Every path is checked first: one that a symlink leads out of the

@@ -7,7 +7,7 @@ Workspace: `{root}/openspec/`, or `$OPENSPEC_ROOT/openspec/`, or with
 stat-keyed elsewhere), which never follows a symlink out of `openspec/`. Writes are transactions
 of the project's storage actor (the parent of `openspec/`; started on demand,
 `Services.storages`), each published on the change feed; archive is made all-or-nothing by a
-redo journal (`apply_archive`, `recover`).
+redo journal (`apply_archives`, `recover`); archives queued together share one (`_Archives`).
 """
 
 from __future__ import annotations
