@@ -18,11 +18,13 @@ from tests.openspec.support import call_tool, config, tree
 from tests.openspec.workspaces import basic, materialise
 
 CHANGE = "add-two-factor-auth"
-KILLER = textwrap.dedent("""
+# A process that runs the archive code with the steps of an archive counted (the journal's write,
+# each spec's install, each change's move) and kills itself (no cleanup, no finally) at the
+# `kill_at`-th. KILLER and BATCH_KILLER add what it runs.
+KILLING = textwrap.dedent("""
     import os, sys
     from pathlib import Path
     import specactor.fs.openspec_fs as toolset
-    from tests.openspec.support import call_tool
 
     root, kill_at = Path(sys.argv[1]), int(sys.argv[2])
     calls = [0]
@@ -31,7 +33,7 @@ KILLER = textwrap.dedent("""
     def step() -> None:
         calls[0] += 1
         if calls[0] == kill_at:
-            os._exit(9)  # no cleanup, no finally: a kill
+            os._exit(9)
 
     def write(path, data):
         step()
@@ -46,9 +48,11 @@ KILLER = textwrap.dedent("""
             step()
         real_rename(a, b, *args, **kw)
 
-    toolset.atomic_write = write
-    toolset.install = install
-    toolset.os.rename = rename
+    toolset.atomic_write, toolset.install, toolset.os.rename = write, install, rename
+""")
+KILLER = KILLING + textwrap.dedent("""
+    from tests.openspec.support import call_tool
+
     call_tool(root, "archive", {"changeId": sys.argv[3], "force": True})
     os._exit(0)
 """)
@@ -144,38 +148,12 @@ def logged(root: Path) -> list[str]:
         reader.close()
 
 
-BATCH_KILLER = textwrap.dedent("""
-    import os, sys
-    from pathlib import Path
-    import specactor.fs.openspec_fs as fs
-
-    root, kill_at = Path(sys.argv[1]), int(sys.argv[2])
-    calls = [0]
-    real_write, real_install, real_rename = fs.atomic_write, fs.install, os.rename
-
-    def step() -> None:
-        calls[0] += 1
-        if calls[0] == kill_at:
-            os._exit(9)
-
-    def write(path, data):
-        step()
-        real_write(path, data)
-
-    def install(tmp, path):
-        step()
-        real_install(tmp, path)
-
-    def rename(a, b, *args, **kw):
-        step()
-        real_rename(a, b, *args, **kw)
-
-    fs.atomic_write, fs.install, fs.os.rename = write, install, rename
-    fs.apply_archives(root, [
-        fs.Archive({"openspec/specs/a/spec.md": b"A merged\\n"}, [],
-                   ("openspec/changes/one", "openspec/changes/archive/d-one")),
-        fs.Archive({"openspec/specs/b/spec.md": b"B new\\n"}, ["openspec/specs/c/spec.md"],
-                   ("openspec/changes/two", "openspec/changes/archive/d-two")),
+BATCH_KILLER = KILLING + textwrap.dedent("""
+    toolset.apply_archives(root, [
+        toolset.Archive({"openspec/specs/a/spec.md": b"A merged\\n"}, [],
+                        ("openspec/changes/one", "openspec/changes/archive/d-one")),
+        toolset.Archive({"openspec/specs/b/spec.md": b"B new\\n"}, ["openspec/specs/c/spec.md"],
+                        ("openspec/changes/two", "openspec/changes/archive/d-two")),
     ])
     os._exit(0)
 """)
