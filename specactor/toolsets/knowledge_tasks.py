@@ -39,7 +39,7 @@ def _check(snap: Snapshot, ids: Sequence[str], files: Sequence[tuple[str, str]] 
            dependencies: Sequence[tuple[str, str | None]] | None, min_severity: Severity,
            problems: Sequence[Problem] = ()) -> bytes:
     """knowledge_check's output (`KnowledgeCheckOut`, with the snapshot's `problems`) as JSON."""
-    found = check((), files, dependencies, min_severity, rules=snap.rules(ids))
+    found = check(snap.rules(ids), files, dependencies, min_severity)
     return encode(KnowledgeCheckOut(passed=found.passed, violations=found.violations, summary=found.summary,
                                     problems=list(problems), invalid_constraints=found.invalid))
 

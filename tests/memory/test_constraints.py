@@ -165,5 +165,5 @@ def test_rules_made_once_and_checked_again_and_again_give_what_a_fresh_check_giv
              holder(rule("must_not_use", "code", "(?<=x)y"), item_id="pol-2")]  # RE2 refuses a lookbehind
     made = rules_of(items)
     for _ in range(2):  # the shared rules come out of a check as they went in
-        assert check((), files, DEPS, severity, rules=made) == check(items, files, DEPS, severity)
+        assert check(made, files, DEPS, severity) == check(items, files, DEPS, severity)
     assert [i.knowledge_item_id for i in check(items, files, DEPS, severity).invalid] == ["pol-2"]

@@ -341,7 +341,8 @@ def rules_of(items: Iterable[Item]) -> Rules:
 
 
 def _violations(rule: Rule, ws: Workspace) -> list[tuple[Location | None, str]]:
-    """`evaluate` of a rule: its key made once, its messages from `prefix`."""
+    """The violations of one rule: (location, message) pairs. What its key reads is found once per
+    check (`Workspace._found`); a message of its own, else one made from `prefix`."""
     c = rule.c
     found = ws._found.get(rule.key)
     if found is None:
@@ -363,17 +364,16 @@ def _violations(rule: Rule, ws: Workspace) -> list[tuple[Location | None, str]]:
     return [(where, f"{rule.prefix}found '{text}'") for _, _, hits in things for where, text in hits]
 
 
-def check(items: Iterable[Item], files: Sequence[tuple[str, str]] | None,
+def check(items: Iterable[Item] | Rules, files: Sequence[tuple[str, str]] | None,
           dependencies: Sequence[tuple[str, str | None]] | None,
-          min_severity: Severity = "warn", rules: Rules | None = None) -> Checked:
-    """Evaluate every constraint of `items` (or the `rules` already made of them), skipping (and
-    listing) those `refusal` turns down.
+          min_severity: Severity = "warn") -> Checked:
+    """Evaluate every constraint of `items` (or of the `Rules` already made of them), skipping
+    (and listing) those `refusal` turns down.
 
     Never raises for a pattern: a knowledge repository is shared input, and one bad constraint
     must not stop the others from being checked.
     """
-    if rules is None:
-        rules = rules_of(items)
+    rules = items if isinstance(items, Rules) else rules_of(items)
     ws = Workspace([Source(normalise(p), c) for p, c in files] if files is not None else None,
                    list(dependencies) if dependencies is not None else None)
     floor = SEVERITY_RANK[min_severity]
