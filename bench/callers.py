@@ -153,7 +153,7 @@ class HttpCaller:
         wires = [self._wire(w, *call) for w, call in zip(workers, calls, strict=True)]
         sel = selectors.DefaultSelector()
         sent: dict[int, tuple[int, Worker, int, int]] = {}  # fd -> (index, worker, id, sent_ns)
-        out: list[Timed | None] = [None] * len(calls)
+        got: list[tuple[float, bytes] | None] = [None] * len(calls)  # decoded once the burst is over
         try:
             for k, (w, (mid, wire)) in enumerate(zip(workers, wires, strict=True)):
                 assert w.sock is not None
@@ -180,7 +180,7 @@ class HttpCaller:
                     r = replies[0]
                     if r.status != 200:
                         raise self.fail(f"burst: HTTP {r.status}: {r.body[:300]!r}")
-                    out[k] = Timed((received - started) / 1e6, _dec.decode(r.message(mid)))
+                    got[k] = ((received - started) / 1e6, r.message(mid))
                     sel.unregister(w.sock)
                     del sent[key.fd]
                     w.last_used = time.monotonic()
@@ -190,7 +190,7 @@ class HttpCaller:
             raise self.fail(f"burst: {err}") from err
         finally:
             sel.close()
-        return [t for t in out if t is not None]
+        return [Timed(ms, _dec.decode(body)) for ms, body in filter(None, got)]
 
     def close(self) -> int | None:
         for w in [self.main, *self.pool]:
