@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specactor.domain.knowledge.api import Constraint, Item
+from specactor.domain.knowledge.api import Constraint, Item, Location
 from specactor.domain.knowledge.check import check
 from specactor.domain.knowledge.parse import parse_item
 from tests.memory.conftest import ADR_042, ADR_042_BOTH
@@ -167,3 +167,47 @@ def test_rules_made_once_and_checked_again_and_again_give_what_a_fresh_check_giv
     for _ in range(2):  # the shared rules come out of a check as they went in
         assert check(made, files, DEPS, severity) == check(items, files, DEPS, severity)
     assert [i.knowledge_item_id for i in check(items, files, DEPS, severity).invalid] == ["pol-2"]
+
+
+# The same paths with other contents, a path spelled another way, and files no golden rule expects.
+EDITED = [*FILES, ("src/app.py", "print('changed')\npassword = 'y'\n"), ("./src/util.ts", "import os\n"),
+          ("lib/x.py", "import requests\nimport structlog\n"), ("deploy/prod.toml", "metrics: on\nversion: 2\n")]
+
+
+@given(files=st.lists(st.sampled_from(EDITED), max_size=6), floor=severities,
+       deps=st.sampled_from([None, [], DEPS, [("pg", None), ("mysql2", None)]]))
+def test_a_check_of_many_rules_finds_what_each_rule_finds_alone_whatever_was_checked_before(
+        files: list[tuple[str, str]], floor: str, deps: list[tuple[str, str | None]] | None) -> None:
+    """Rules that read the same way share what they read, each file's findings are remembered
+    (and reused for the same path and content), and none of it changes what a rule finds."""
+    from specactor.domain.knowledge.check import rules_of
+
+    rules = [rule(o, t, p, a, severity=("info", "warn", "block")[k % 3]) for k, (o, t, p, a, _) in enumerate(GOLDEN)]
+    made = rules_of([holder(*rules)])
+    alone = [check([holder(r)], files, deps, "info") for r in rules]
+    rank = {"info": 0, "warn": 1, "block": 2}
+    expected = [v for found in alone for v in found.violations if rank[v.severity] >= rank[floor]]
+    for _ in range(2):  # the second time, every file is remembered
+        found = check(made, files, deps, floor)  # type: ignore[arg-type]
+        assert found.violations == expected
+        assert sum(msgspec.structs.astuple(found.summary)) == sum(len(a.violations) for a in alone)
+        assert found.passed == all(a.passed for a in alone)
+    for place in range(len(files)):  # the same file again, now beside others: what it gives is the same
+        again = check(made, files[place:] + files[:place], deps, floor)  # type: ignore[arg-type]
+        assert sorted(msgspec.json.encode(v) for v in again.violations) == sorted(
+            msgspec.json.encode(v) for v in expected)
+
+
+def test_the_memo_of_what_files_gave_keeps_to_its_bounds_and_answers_the_same() -> None:
+    from specactor.domain.knowledge import check as module
+
+    memo = module._Memo(entries=2, chars=200)
+    made = module.rules_of([holder(rule("must_not_use", "code", "password"), rule("must_use", "import", "os"))])
+    files = [(f"f{k}.py", f"import os\npassword = {k}\n") for k in range(5)] + [("big.py", "password\n" * 10)]
+    for path, content in files * 2:
+        got = memo.get(made, path, content)
+        lines = range(1, 11) if path == "big.py" else [2]
+        assert [v.location for _, found in got.found for v in found] == [Location(file=path, line=n) for n in lines]
+        assert got.counted == {1} and got.matched == ({1} if path != "big.py" else set())
+        assert len(memo._found) <= 2 and memo._held <= 200
+    assert "big.py" not in {path for _, path, _ in memo._found}  # over a quarter of the bound: not kept

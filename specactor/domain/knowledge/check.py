@@ -28,9 +28,11 @@ exactly when some violation has severity block; `summary` counts every violation
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, NamedTuple
 
@@ -184,71 +186,10 @@ class Source:
         return self._imports
 
 
-@dataclass
-class Workspace:
-    """The input of one check: files (or None) and dependencies (or None), with per-glob caches."""
-
-    files: list[Source] | None
-    dependencies: list[tuple[str, str | None]] | None
-    _applicable: dict[tuple[str, ...], list[Source]] = field(default_factory=dict)
-    # (target, pattern, appliesTo) → what `_things` found: constraints that differ only in operator,
-    # severity or message (most of a large repository's) read the files once between them (`_violations`).
-    _found: dict[tuple[str, str, tuple[str, ...]], tuple[bool, list[Thing]]] = field(default_factory=dict)
-
-    def applicable(self, applies_to: Sequence[str] | None) -> list[Source]:
-        if not self.files:
-            return []
-        key = tuple(applies_to or ())
-        if key not in self._applicable:
-            if not key:
-                self._applicable[key] = self.files
-            else:
-                tests = [matcher(g) for g in key]
-                self._applicable[key] = [f for f in self.files if any(test(f.path) for test in tests)]
-        return self._applicable[key]
-
-
 # A match: where it is (file and line, or neither for a dependency) and what matched.
 Hit = tuple[Location | None, str]
 # A thing a constraint looks at: where it is, its name, and the pattern's hits in it.
 Thing = tuple[Location | None, str, list[Hit]]
-
-
-def _things(c: Constraint, ws: Workspace) -> tuple[bool, Iterator[Thing]]:
-    """Whether the constraint's input was supplied, and each thing with the hits the pattern has in it."""
-    rx = regex(c.pattern) if c.target != "file" else None
-    if isinstance(rx, Refused):
-        return False, iter(())  # `check` reports it; `refusal` says why
-    if c.target == "dependency":
-        if ws.dependencies is None or rx is None:
-            return False, iter(())
-        return True, ((None, name, [(None, name)] if rx.fullmatch(name) else []) for name, _ in ws.dependencies)
-    files = ws.applicable(c.applies_to)
-    if not files:
-        return False, iter(())
-    if rx is None:  # the file target: its pattern is a glob
-        test = matcher(c.pattern)
-        return True, ((Location(file=f.path), f.path, [(Location(file=f.path), f.path)] if test(f.path) else [])
-                      for f in files)
-    if c.target == "import":
-        return True, ((Location(file=f.path, line=line), name,
-                       [(Location(file=f.path, line=line), name)] if matches(name) else [])
-                      for matches in [_remembered(rx.fullmatch)] for f in files for name, line in f.imports())
-    chosen = [f for f in files if f.is_config] if c.target == "config" else files
-    return bool(chosen), ((Location(file=f.path), f.path, _content_hits(rx, f)) for f in chosen)
-
-
-def _remembered(test: Callable[[str], bool]) -> Callable[[str], bool]:
-    """`test`, asked once per distinct name: the same few modules are imported file after file."""
-    known: dict[str, bool] = {}
-
-    def remembered(name: str) -> bool:
-        found = known.get(name)
-        if found is None:
-            found = known[name] = test(name)
-        return found
-
-    return remembered
 
 
 def _content_hits(rx: Regex, f: Source) -> list[Hit]:
@@ -316,12 +257,36 @@ class Rule(NamedTuple):
     prefix: str  # how a violation's message starts when the constraint has none (`_describe`)
 
 
+AGGREGATE: Final = frozenset({"must_use", "must_exist"})  # one violation per constraint, over every file
+
+
+class Reading(NamedTuple):
+    """The rules on files that read the same way (one key: target, pattern, appliesTo), by index
+    into `Rules.rules`: those whose violations each file gives on its own, and those violated
+    when no file at all matches (must_use, must_exist)."""
+
+    key: Key
+    each: list[int]
+    aggregate: list[int]
+    misses: bool  # whether a thing without a match is reported (must_match reads the way)
+
+
 class Rules(NamedTuple):
     """Items' constraints made ready for checking, in order, and those `refusal` turns down. The
-    same items are checked again and again (a snapshot's binding items): made once, kept."""
+    same items are checked again and again (a snapshot's binding items): made once, kept.
+
+    `readings` group the rules on files by what they read (`Reading`), `dependency` indexes the
+    rules on dependencies; `token` names this set of rules in the memo of what files gave."""
 
     rules: list[Rule]
     invalid: list[InvalidConstraint]
+    readings: list[Reading] = []
+    aggregate: list[int] = []
+    dependency: list[int] = []
+    token: int = 0
+
+
+_tokens = itertools.count(1)
 
 
 def rules_of(items: Iterable[Item]) -> Rules:
@@ -337,25 +302,54 @@ def rules_of(items: Iterable[Item]) -> Rules:
                 continue
             rules.append(Rule(item, c, (c.target, c.pattern, tuple(c.applies_to or ())), SEVERITY_RANK[c.severity],
                               what, _describe(c)))
-    return Rules(rules, invalid)
+    readings: dict[Key, Reading] = {}
+    dependency: list[int] = []
+    for i, rule in enumerate(rules):
+        if rule.c.target == "dependency":
+            dependency.append(i)
+            continue
+        reading = readings.get(rule.key)
+        if reading is None:
+            reading = readings[rule.key] = Reading(rule.key, [], [], False)
+        (reading.aggregate if rule.c.operator in AGGREGATE else reading.each).append(i)
+        if rule.c.operator == "must_match":
+            readings[rule.key] = reading._replace(misses=True)
+    aggregate = sorted(i for r in readings.values() for i in r.aggregate)
+    return Rules(rules, invalid, list(readings.values()), aggregate, dependency, next(_tokens))
 
 
-def _violations(rule: Rule, ws: Workspace) -> list[tuple[Location | None, str]]:
-    """The violations of one rule: (location, message) pairs. What its key reads is found once per
-    check (`Workspace._found`); a message of its own, else one made from `prefix`."""
+def _dependencies_found(rules: Rules, names: tuple[str, ...]) -> list[tuple[int, list[Violation]]]:
+    """The violations the rules on dependencies find among `names`, by rule index; rules that read
+    the same way (one pattern) share what they read."""
+    read: dict[str, list[Thing]] = {}
+    found: list[tuple[int, list[Violation]]] = []
+    for i in rules.dependency:
+        rule = rules.rules[i]
+        things = read.get(rule.c.pattern)
+        if things is None:
+            rx = regex(rule.c.pattern)
+            assert not isinstance(rx, Refused)  # `rules_of` set it aside
+            things = read[rule.c.pattern] = [(None, name, [(None, name)] if rx.fullmatch(name) else [])
+                                             for name in names]
+        pairs: list[tuple[Location | None, str]]
+        if rule.c.operator in AGGREGATE:
+            pairs = [] if any(hits for _, _, hits in things) else [_nothing_matches(rule)]
+        else:
+            pairs = _each(rule, things)
+        if pairs:
+            found.append((i, _made(rule, pairs)))
+    return found
+
+
+def _nothing_matches(rule: Rule) -> tuple[None, str]:
+    return None, rule.c.message or f"{rule.prefix}nothing matches"
+
+
+def _each(rule: Rule, things: Iterable[Thing]) -> list[tuple[Location | None, str]]:
+    """The violations of a rule whose operator reports each thing (must_match) or each match (the
+    prohibitions) among `things`: (location, message) pairs."""
     c = rule.c
-    found = ws._found.get(rule.key)
-    if found is None:
-        supplied, made = _things(c, ws)
-        found = ws._found[rule.key] = (supplied, list(made))
-    supplied, things = found
-    if not supplied:
-        return []
     message = c.message
-    if c.operator in ("must_use", "must_exist"):
-        if any(hits for _, _, hits in things):
-            return []
-        return [(None, message or f"{rule.prefix}nothing matches")]
     if c.operator == "must_match":
         return [(where, message or f"{rule.prefix}'{name}' does not match") for where, name, hits in things
                 if not hits]
@@ -364,31 +358,167 @@ def _violations(rule: Rule, ws: Workspace) -> list[tuple[Location | None, str]]:
     return [(where, f"{rule.prefix}found '{text}'") for _, _, hits in things for where, text in hits]
 
 
+def _file_things(reading: Reading, f: Source, applies: Callable[[tuple[str, ...]], bool]) -> list[Thing] | None:
+    """What the rules of `reading` read in the one file `f` (each thing, with the pattern's hits in
+    it), or None when `f` is not their input (`appliesTo` leaves it out; not a config file). An
+    empty list when nothing matches and misses do not matter (`Reading.misses`)."""
+    target, pattern, applies_to = reading.key
+    if applies_to and not applies(applies_to):
+        return None
+    if target == "file":
+        if not matcher(pattern)(f.path):
+            return [(Location(file=f.path), f.path, [])] if reading.misses else []
+        return [(Location(file=f.path), f.path, [(Location(file=f.path), f.path)])]
+    rx = regex(pattern)
+    assert not isinstance(rx, Refused)  # `rules_of` set it aside
+    if target == "import":
+        return [(Location(file=f.path, line=line), name, [(Location(file=f.path, line=line), name)]
+                 if rx.fullmatch(name) else []) for name, line in f.imports()]
+    if target == "config" and not f.is_config:
+        return None
+    hits = _content_hits(rx, f)
+    return [(Location(file=f.path), f.path, hits)] if hits or reading.misses else []
+
+
+@dataclass(frozen=True, eq=False)
+class _FileFound:
+    """What one file gives a check of one set of rules, whatever else is checked with it: the
+    violations each rule (by index) finds in it on its own, unordered, and the aggregate rules
+    (must_use, must_exist) it is input to and those of them that match in it."""
+
+    found: list[tuple[int, list[Violation]]]
+    counted: frozenset[int]
+    matched: frozenset[int]
+
+
+def _file_found(rules: Rules, f: Source) -> _FileFound:
+    globs: dict[tuple[str, ...], bool] = {}
+
+    def applies(key: tuple[str, ...]) -> bool:
+        found = globs.get(key)
+        if found is None:
+            found = globs[key] = any(matcher(g)(f.path) for g in key)
+        return found
+
+    found: list[tuple[int, list[Violation]]] = []
+    counted: list[int] = []
+    matched: list[int] = []
+    for reading in rules.readings:
+        things = _file_things(reading, f, applies)
+        if things is None:
+            continue
+        if reading.aggregate:
+            counted += reading.aggregate
+            if any(hits for _, _, hits in things):
+                matched += reading.aggregate
+        if things:
+            for i in reading.each:
+                rule = rules.rules[i]
+                pairs = _each(rule, things)
+                if pairs:
+                    found.append((i, _made(rule, pairs)))
+    return _FileFound(found, frozenset(counted), frozenset(matched))
+
+
+def _made(rule: Rule, pairs: Iterable[tuple[Location | None, str]]) -> list[Violation]:
+    item, what, severity = rule.item, rule.what, rule.c.severity
+    return [Violation(knowledge_item_id=item.id, knowledge_item_title=item.title, constraint=what,
+                      severity=severity, message=message, location=location) for location, message in pairs]
+
+
+class _Memo:
+    """What each file gave each set of rules (`_FileFound`), by (rules, path, content): an agent
+    checks the same files again and again, most of them unchanged. The least recently used go
+    first past `entries`, or past `chars` of content held (the keys hold the content); a file
+    larger than a quarter of that is not kept. Shared by the threads a process checks on."""
+
+    def __init__(self, entries: int, chars: int) -> None:
+        self.entries, self.chars = entries, chars
+        self._found: dict[tuple[int, str, str], _FileFound] = {}
+        self._held = 0
+        self._dependencies: dict[tuple[int, tuple[str, ...]], list[tuple[int, list[Violation]]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, rules: Rules, path: str, content: str) -> _FileFound:
+        """What the file `path` (normalised) with `content` gives `rules`."""
+        key = (rules.token, path, content)
+        with self._lock:
+            found = self._found.pop(key, None)
+            if found is not None:
+                self._found[key] = found  # the most recently used, last
+                return found
+        found = _file_found(rules, Source(path, content))
+        size = len(path) + len(content)
+        if size <= self.chars // 4:
+            with self._lock:
+                if key not in self._found:
+                    self._found[key] = found
+                    self._held += size
+                while len(self._found) > self.entries or self._held > self.chars:
+                    oldest = next(iter(self._found))
+                    del self._found[oldest]
+                    self._held -= len(oldest[1]) + len(oldest[2])
+        return found
+
+    def dependencies(self, rules: Rules, names: tuple[str, ...]) -> list[tuple[int, list[Violation]]]:
+        """`_dependencies_found`, remembered: a project's dependencies change rarely."""
+        key = (rules.token, names)
+        with self._lock:
+            found = self._dependencies.get(key)
+        if found is None:
+            found = _dependencies_found(rules, names)
+            with self._lock:
+                if len(self._dependencies) >= DEPENDENCY_LISTS:
+                    self._dependencies.clear()
+                self._dependencies[key] = found
+        return found
+
+
+DEPENDENCY_LISTS: Final = 64  # lists of dependencies `MEMO` keeps what they gave (all dropped past that)
+MEMO: Final = _Memo(entries=4096, chars=16 << 20)
+
+
 def check(items: Iterable[Item] | Rules, files: Sequence[tuple[str, str]] | None,
           dependencies: Sequence[tuple[str, str | None]] | None,
           min_severity: Severity = "warn") -> Checked:
     """Evaluate every constraint of `items` (or of the `Rules` already made of them), skipping
     (and listing) those `refusal` turns down.
 
+    What each file gives is remembered (`MEMO`), so a file checked again, unchanged, against the
+    same `Rules` costs a lookup; the violations in the answer are then the objects an earlier
+    answer held (never changed: Violations are read, encoded, dropped).
+
     Never raises for a pattern: a knowledge repository is shared input, and one bad constraint
     must not stop the others from being checked.
     """
     rules = items if isinstance(items, Rules) else rules_of(items)
-    ws = Workspace([Source(normalise(p), c) for p, c in files] if files is not None else None,
-                   list(dependencies) if dependencies is not None else None)
+    per_file = [MEMO.get(rules, normalise(p), c) for p, c in files] if files is not None else []
+    # each rule's violations: in file order (a file's own, in order), then the rules in order
+    found: dict[int, list[list[Violation]]] = {}
+    for part in per_file:
+        for i, violations in part.found:
+            got = found.get(i)
+            if got is None:
+                found[i] = [violations]
+            else:
+                got.append(violations)
+    if rules.aggregate and per_file:
+        counted = frozenset().union(*(part.counted for part in per_file))
+        matched = frozenset().union(*(part.matched for part in per_file))
+        for i in rules.aggregate:
+            if i in counted and i not in matched:
+                found[i] = [_made(rules.rules[i], [_nothing_matches(rules.rules[i])])]
+    if dependencies is not None and rules.dependency:
+        for i, violations in MEMO.dependencies(rules, tuple(name for name, _ in dependencies)):
+            found[i] = [violations]
     floor = SEVERITY_RANK[min_severity]
     tally = dict.fromkeys(SEVERITY_RANK, 0)
     reported: list[Violation] = []
-    for rule in rules.rules:
-        found = _violations(rule, ws)
-        if not found:
-            continue
-        severity = rule.c.severity
-        tally[severity] += len(found)
-        if rule.rank >= floor:
-            item_id, title, what = rule.item.id, rule.item.title, rule.what
-            reported.extend(Violation(knowledge_item_id=item_id, knowledge_item_title=title, constraint=what,
-                                      severity=severity, message=message, location=location)
-                            for location, message in found)
+    for i in sorted(found):
+        rule = rules.rules[i]
+        for violations in found[i]:
+            tally[rule.c.severity] += len(violations)
+            if rule.rank >= floor:
+                reported += violations
     counts = SeverityCounts(**tally)
     return Checked(counts.block == 0, reported, counts, list(rules.invalid))
