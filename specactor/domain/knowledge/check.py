@@ -280,10 +280,10 @@ class Rules(NamedTuple):
 
     rules: list[Rule]
     invalid: list[InvalidConstraint]
-    readings: list[Reading] = []
-    aggregate: list[int] = []
-    dependency: list[int] = []
-    token: int = 0
+    readings: list[Reading]
+    aggregate: list[int]  # the rules on files violated when no file matches, in order
+    dependency: list[int]
+    token: int
 
 
 _tokens = itertools.count(1)
