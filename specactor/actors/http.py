@@ -335,12 +335,22 @@ class HttpTransport:
         reply. None when it was cancelled before its reply. A `session` starts once it is answered;
         a `known` one has what the request changed stored before the reply goes out."""
         save = (lambda: self.legacy.save(known)) if known is not None and self.shared is not None else None
+        await self.dispatcher.submit(job)  # a handler that cannot wait has answered by the time this returns
+        try:
+            ready: bytes | Reply | None = conn.frames.receive_nowait()
+        except trio.WouldBlock:
+            ready = None
+        except trio.EndOfChannel:  # cancelled before anything was sent
+            await respond(send, 202)
+            return None
+        if isinstance(ready, Reply):  # answered already: no wait to watch the client's connection through
+            await self._json_reply(send, ready, status_of, extra, session, save)
+            return ready
         reply: Reply | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_disconnect, receive, conn.session, ident, nursery.cancel_scope)
-            await self.dispatcher.submit(job)
             try:
-                frame = await conn.frames.receive()
+                frame = ready if ready is not None else await conn.frames.receive()
                 while not wants_sse and not isinstance(frame, Reply):  # JSON: notifications have nowhere to go
                     frame = await conn.frames.receive()
             except trio.EndOfChannel:  # cancelled before anything was sent
@@ -348,13 +358,7 @@ class HttpTransport:
                 nursery.cancel_scope.cancel()
                 return None
             if isinstance(frame, Reply):
-                if session is not None and frame.code is None:
-                    self.legacy.add(session)
-                else:
-                    extra = [h for h in extra if h[0] != b"mcp-session-id"]
-                if save is not None:
-                    save()
-                await respond(send, status_of(frame), frame.data, headers=extra)
+                await self._json_reply(send, frame, status_of, extra, session, save)
                 reply = frame
             else:
                 if session is not None:
@@ -362,6 +366,19 @@ class HttpTransport:
                 reply = await stream_reply(send, conn, frame, extra, save)
             nursery.cancel_scope.cancel()
         return reply
+
+    async def _json_reply(self, send: Send, frame: Reply, status_of: Callable[[Reply], int],
+                          extra: list[tuple[bytes, bytes]], session: HttpSession | None,
+                          save: Callable[[], None] | None) -> None:
+        """`frame`, the request's reply, as a JSON response; a `session` it started is added first
+        (or, refused, its id header dropped), and `save` stores what the request changed."""
+        if session is not None and frame.code is None:
+            self.legacy.add(session)
+        else:
+            extra = [h for h in extra if h[0] != b"mcp-session-id"]
+        if save is not None:
+            save()
+        await respond(send, status_of(frame), frame.data, headers=extra)
 
     async def _watch_disconnect(self, receive: Receive, session: Session, ident: int | str | None,
                                 scope: trio.CancelScope) -> None:
