@@ -323,9 +323,10 @@ SYNCFS_FROM = 64  # paths at which one syncfs per file system beats an fsync eac
 def sync_filesystems(paths: list[Path]) -> bool:
     """Make `paths` durable with one `syncfs` per file system holding them, in place of an fsync
     each: everything written on those file systems reaches the disk, these files, their folders'
-    entries and all. False (nothing done that counts) where there is no such call or it fails:
-    the caller then fsyncs each path. Paths that are gone are passed over."""
-    if _syncfs_call is None:
+    entries and all. False (nothing done that counts) for fewer than `SYNCFS_FROM` paths (an
+    fsync each is cheaper), where there is no such call, or when it fails: the caller then fsyncs
+    each path. Paths that are gone are passed over."""
+    if _syncfs_call is None or len(paths) < SYNCFS_FROM:
         return False
     handles: dict[int, Path] = {}  # a path on each file system
     for path in paths:

@@ -24,7 +24,6 @@ from specactor.domain.openspec.cache import Stat
 from specactor.domain.openspec.source import Entry, Unreadable
 from specactor.fs.confined import Confined, read_confined
 from specactor.fs.files import (
-    SYNCFS_FROM,
     PathEscape,
     atomic_write,
     drop_temps,
@@ -287,7 +286,7 @@ def _redo(project: Path, verified: set[str] | None = None) -> list[Archived]:
         done.append(Archived(written=(*entry["writes"], *(f"{new}/{rel}" for rel in moved)),
                              removed=(*entry["deletes"], *(f"{old}/{rel}" for rel in moved))))
     durable = [target for _, target in staged] + sorted(d for d in touched if d.is_dir())
-    if len(durable) < SYNCFS_FROM or not sync_filesystems(durable):
+    if not sync_filesystems(durable):
         fsync_paths(durable)  # files and folders at once: all of them before the journal goes
     path.unlink()
     fsync_dir(path.parent)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import msgspec
 
-from specactor.fs.files import SYNCFS_FROM, fsync_dir, read_file, sync_filesystems
+from specactor.fs.files import fsync_dir, read_file, sync_filesystems
 
 # Header at offset 0: magic, generation, crc32 of the generation. Records start at HEADER_SIZE.
 HEADER = struct.Struct("<8sQI")
@@ -275,7 +275,7 @@ class WriteAheadLog:
         if self.count:
             paths = [p for p in map(resolve, sorted(self.dirty)) if p is not None]
             folders = ancestors(root, paths)
-            if len(paths) < SYNCFS_FROM or not sync_filesystems([*paths, *folders]):
+            if not sync_filesystems([*paths, *folders]):
                 sync([p for p in paths if os.path.isfile(p)])
                 sync([d for d in folders if os.path.isdir(d)])
         self._write_header(self.generation + 1)
