@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import trio
 
 from specactor import SERVER_NAME, __version__
@@ -46,8 +46,7 @@ INSTRUCTIONS = (
 )
 
 
-@dataclass
-class App:
+class App(msgspec.Struct):
     config: Config
     services: Services
     registry: Registry
@@ -237,8 +236,7 @@ def check_public_bind(cfg: HttpConfig) -> None:
                           "SPECACTOR_HTTP_TOKEN (or http.token)", setting="http.host")
 
 
-@dataclass(frozen=True)
-class WorkerRole:
+class WorkerRole(msgspec.Struct, frozen=True):
     """What a worker process of `serve --http --workers N` has from its parent (`http_worker`).
 
     fd: this worker's listening socket, on the port the parent holds. run_dir: the parent's runtime folder (the shared

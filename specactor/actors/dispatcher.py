@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+import msgspec
 import trio
 
 from specactor.actors.metrics import MetricsActor
@@ -49,11 +49,10 @@ class Connection(Protocol):
         """A request of this connection was cancelled (`None`: a whole batch's): no reply will come."""
 
 
-@dataclass
-class Job:
+class Job(msgspec.Struct):
     conn: Connection
     msgs: list[Incoming]
-    errors: list[Reply] = field(default_factory=list)
+    errors: list[Reply] = msgspec.field(default_factory=list)
     batch: bool = False
     at: float = 0.0
 

@@ -7,10 +7,10 @@ actor which crashes mid-message closes the reply channel and the caller learns a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+import msgspec
 import outcome
 import trio
 
@@ -29,8 +29,7 @@ class ActorTimeout(ActorError):
     pass
 
 
-@dataclass
-class Letter(Generic[M]):
+class Letter(msgspec.Struct, Generic[M]):
     """One message and, for a call, where its answer goes."""
 
     body: M

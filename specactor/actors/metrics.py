@@ -10,9 +10,9 @@ frozen snapshot; `call(Snapshot())` does the same through the mailbox, after any
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import trio
 
 from specactor.actors.mailbox import Mailbox
@@ -25,21 +25,18 @@ BUCKETS: tuple[float, ...] = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0
 Labels = tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
-class Observation:
+class Observation(msgspec.Struct, frozen=True):
     method: str
     tool: str
     seconds: float
     error: str | None
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(msgspec.Struct, frozen=True):
     pass
 
 
-@dataclass(frozen=True)
-class Histogram:
+class Histogram(msgspec.Struct, frozen=True):
     buckets: tuple[float, ...]
     counts: tuple[int, ...]  # per bucket, not cumulative; the last is +Inf
     count: int
@@ -57,8 +54,7 @@ class Histogram:
         return float("inf")  # pragma: no cover
 
 
-@dataclass(frozen=True)
-class MetricsStatistics:
+class MetricsStatistics(msgspec.Struct, frozen=True):
     counters: dict[str, dict[Labels, int]]
     histograms: dict[str, dict[Labels, Histogram]]
     dropped: int
@@ -79,9 +75,8 @@ class MetricsStatistics:
         }
 
 
-@dataclass
-class _Hist:
-    counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
+class _Hist(msgspec.Struct):
+    counts: list[int] = msgspec.field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
     count: int = 0
     total: float = 0.0
 

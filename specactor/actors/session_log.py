@@ -19,12 +19,12 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 import trio
+from msgspec.structs import replace as _replace
 
 from specactor.actors.mailbox import Mailbox
 from specactor.config import ConfigError
@@ -43,16 +43,14 @@ LISTS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "re
          "resources/templates/list": "resourceTemplates"}
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(msgspec.Struct, frozen=True):
     session: str
     kind: str  # request | response | notification
     raw: bytes
     at: float  # unix seconds
 
 
-@dataclass(frozen=True)
-class Flush:
+class Flush(msgspec.Struct, frozen=True):
     pass
 
 
@@ -123,28 +121,28 @@ class Abridger:
             if raw.lstrip()[:1] == b"[":  # a 2025-03-26 batch
                 frames = _decode(raw)
                 if isinstance(frames, list):
-                    return replace(entry, raw=msgspec.json.encode([self._request(entry.session, f) for f in frames]))
+                    return _replace(entry, raw=msgspec.json.encode([self._request(entry.session, f) for f in frames]))
                 return entry
             try:
                 head = msgspec.json.decode(raw, type=_Head)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 return entry
             if self._wants(entry.session, head):
-                return replace(entry, raw=msgspec.json.encode(_without_arguments(_decode(raw))))
+                return _replace(entry, raw=msgspec.json.encode(_without_arguments(_decode(raw))))
         elif entry.kind == "response" and self._waiting:
             if raw.lstrip()[:1] == b"[":  # a batch's replies: each shortened as a lone reply would be
                 frames = _decode(raw)
                 if not isinstance(frames, list):
                     return entry
                 out = [self._one_reply(entry.session, f) for f in frames]
-                return replace(entry, raw=msgspec.json.encode(out))
+                return _replace(entry, raw=msgspec.json.encode(out))
             try:
                 ident = msgspec.json.decode(raw, type=_Id).id
             except (msgspec.DecodeError, msgspec.ValidationError):
                 return entry
             what = self._waiting.pop((entry.session, ident), None) if isinstance(ident, int | str) else None
             if what is not None:
-                return replace(entry, raw=self._reply(raw, what))
+                return _replace(entry, raw=self._reply(raw, what))
         return entry
 
     def _wants(self, session: str, head: _Head) -> bool:

@@ -12,8 +12,8 @@ import os
 import stat
 import sys
 import time
-from dataclasses import dataclass
 
+import msgspec
 import trio
 import trio.lowlevel
 
@@ -35,8 +35,7 @@ class TooLong:
         self.size = size
 
 
-@dataclass
-class StdioFds:
+class StdioFds(msgspec.Struct):
     """The descriptors the protocol uses: a duplicate of stdin and the claimed stdout."""
 
     read_fd: int

@@ -25,10 +25,10 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import msgspec
 import outcome
 import trio
 
@@ -72,20 +72,19 @@ def current_boot() -> str | None:
     return wal.boot_id()
 
 
-@dataclass
-class Tx:
+class Tx(msgspec.Struct):
     """A transaction's view of the workspace: reads see its own staged writes."""
 
     root: Path
-    writes: dict[str, bytes | None] = field(default_factory=dict)
-    volatile: set[str] = field(default_factory=set)
-    paths: dict[str, Path] = field(default_factory=dict)  # checked targets of `writes`, resolved once
-    seen: dict[str, Path] = field(default_factory=dict)  # checked paths this transaction read
-    dirs: set[str] = field(default_factory=set)  # directories found not to be symlinks
+    writes: dict[str, bytes | None] = msgspec.field(default_factory=dict)
+    volatile: set[str] = msgspec.field(default_factory=set)
+    paths: dict[str, Path] = msgspec.field(default_factory=dict)  # checked targets of `writes`, resolved once
+    seen: dict[str, Path] = msgspec.field(default_factory=dict)  # checked paths this transaction read
+    dirs: set[str] = msgspec.field(default_factory=set)  # directories found not to be symlinks
     base: Tx | None = None  # the earlier transactions of a group commit, not yet on disk
     settle_hook: Callable[[], None] | None = None
     files: Confined | None = None  # reads go through it (one per transaction: it keeps folders open)
-    outside: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # see `changed`
+    outside: tuple[list[str], list[str]] = msgspec.field(default_factory=lambda: ([], []))  # see `changed`
     batch: _Batch | None = None  # the group's deferred work (`defer`)
     deferring: bool = False  # this transaction deferred work: it is answered once that is done
 
@@ -225,16 +224,14 @@ class _Batch:
             self.flush()
 
 
-@dataclass(frozen=True)
-class Transact:
+class Transact(msgspec.Struct, frozen=True):
     fn: Callable[[Tx], Any]
     toolset: str = ""  # who writes, for the change feed
     kind: Kind | None = None  # the event's kind, when the writer knows better than `kind_of`
     defers: bool = False  # `fn` may defer work to its group (`Tx.defer`), and reads as the doc there says
 
 
-@dataclass(frozen=True)
-class Committed:
+class Committed(msgspec.Struct, frozen=True):
     """What a transaction did, for the change feed (`published` is empty when it wrote nothing)."""
 
     body: Transact

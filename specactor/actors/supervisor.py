@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
+import msgspec
 import trio
 
 from specactor.config import ConfigError
@@ -26,8 +26,7 @@ log = get_logger("specactor.supervisor")
 Restart = Literal["permanent", "transient", "temporary"]
 
 
-@dataclass(frozen=True)
-class ChildSpec:
+class ChildSpec(msgspec.Struct, frozen=True):
     name: str
     start: Callable[..., Awaitable[Any]]  # async fn(*, task_status) -> None
     restart: Restart = "permanent"

@@ -39,7 +39,6 @@ import stat
 import struct
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -75,8 +74,7 @@ _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Record).decode
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(msgspec.Struct, frozen=True):
     """A record read back from the log."""
 
     offset: int

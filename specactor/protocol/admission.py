@@ -9,7 +9,6 @@ never raises. The rules of the 2026-07-28 envelope live here once: the HTTP tran
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -49,8 +48,7 @@ PARAMS: Final[dict[str, type[w.Params]]] = {
 }
 
 
-@dataclass(slots=True)
-class Admitted:
+class Admitted(msgspec.Struct):
     """A request the era rules accepted: its id, method, typed params, and the tool it calls
     (`""` unless the method is `tools/call`)."""
 

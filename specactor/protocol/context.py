@@ -7,8 +7,9 @@ awaits it, so this module stays free of trio.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import msgspec
 
 from specactor.protocol.errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, ProtocolError
 from specactor.protocol.input_required import InputRequired
@@ -43,8 +44,7 @@ class Runtime(Protocol):
 _NONE: dict[str, Any] = {}  # shared, never mutated: most requests carry no capabilities or answers
 
 
-@dataclass(slots=True)
-class RequestContext:
+class RequestContext(msgspec.Struct):
     """Per-request context handed to every tool, resource and prompt handler."""
 
     session: Session
@@ -54,8 +54,8 @@ class RequestContext:
     method: str
     progress_token: int | str | None = None
     log_level: str | None = None
-    client_capabilities: dict[str, Any] = field(default_factory=lambda: _NONE)
-    input_responses: dict[str, Any] = field(default_factory=lambda: _NONE)
+    client_capabilities: dict[str, Any] = msgspec.field(default_factory=lambda: _NONE)
+    input_responses: dict[str, Any] = msgspec.field(default_factory=lambda: _NONE)
     request_state: Any = None
     _last_progress: float = float("-inf")
 

@@ -8,7 +8,6 @@ reads the bytes back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -22,8 +21,7 @@ Kind = Literal["request", "notification", "response"]
 _raw_list_decoder = decoder_for(list[Raw])
 
 
-@dataclass
-class Incoming:
+class Incoming(msgspec.Struct):
     """A well-formed JSON-RPC message. `params` is still raw; the core decodes it by method."""
 
     kind: Kind
@@ -33,8 +31,7 @@ class Incoming:
     raw: bytes
 
 
-@dataclass(slots=True)
-class Reply:
+class Reply(msgspec.Struct):
     """One answer as it goes out: `data`, the frame; `code`, its JSON-RPC error code when it is
     an error; `tool_error`, the envelope's code when it is a tool result with `isError`; `tool`,
     the tool a `tools/call` named (`""` otherwise)."""
@@ -50,10 +47,9 @@ class Reply:
         return self.tool_error if self.code is None else str(self.code)
 
 
-@dataclass
-class Parsed:
-    messages: list[Incoming] = field(default_factory=list)
-    errors: list[Reply] = field(default_factory=list)
+class Parsed(msgspec.Struct):
+    messages: list[Incoming] = msgspec.field(default_factory=list)
+    errors: list[Reply] = msgspec.field(default_factory=list)
     batch: bool = False
 
 

@@ -14,7 +14,6 @@ import dis
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
@@ -55,8 +54,7 @@ MAX_PROVIDER_RETRIES = 3
 MAX_RATE_LIMIT_WAIT = 30.0
 
 
-@dataclass
-class ToolEntry:
+class ToolEntry(msgspec.Struct):
     tool: Tool
     handler: RawToolHandler
     toolset: str
@@ -78,29 +76,26 @@ def await_free(fn: Callable[..., Any]) -> bool:
     return not any(ins.opname in _SUSPENDING_OPS for ins in dis.get_instructions(fn.__code__))
 
 
-@dataclass
-class ResourceEntry:
+class ResourceEntry(msgspec.Struct):
     resource: Resource
     handler: ResourceHandler
     toolset: str
 
 
-@dataclass
-class TemplateEntry:
+class TemplateEntry(msgspec.Struct):
     template: ResourceTemplate
     matcher: UriTemplate
     handler: ResourceHandler
     toolset: str
     lister: ResourceLister | None = None
-    completions: dict[str, Completer] = field(default_factory=dict)
+    completions: dict[str, Completer] = msgspec.field(default_factory=dict)
 
 
-@dataclass
-class PromptEntry:
+class PromptEntry(msgspec.Struct):
     prompt: Prompt
     handler: PromptHandler
     toolset: str
-    completions: dict[str, Completer] = field(default_factory=dict)
+    completions: dict[str, Completer] = msgspec.field(default_factory=dict)
 
 
 class Registry:

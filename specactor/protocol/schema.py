@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import re
 import uuid
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -87,14 +86,13 @@ def schema_of(tp: Any) -> dict[str, Any]:
     return _schema_of(tp)
 
 
-@dataclass(frozen=True)
-class Issue:
+class Issue(msgspec.Struct, frozen=True):
     """Why a value does not fit a schema: where, what rule, and a sentence for humans."""
 
     path: str
     rule: str
     message: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 def _where(path: str) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -62,8 +61,7 @@ READ_TTL_MS: Final = 0
 MAX_COMPLETIONS: Final = 100
 
 
-@dataclass
-class Listener:
+class Listener(msgspec.Struct):
     """An open `subscriptions/listen` stream: its id, what it asked for, where it goes."""
 
     request_id: int | str

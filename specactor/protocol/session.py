@@ -7,22 +7,22 @@ requests carry everything in `_meta`, so their session holds only the era lock.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 Era = Literal["new", "legacy", "modern"]
 
 
-@dataclass
-class Session:
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+class Session(msgspec.Struct):
+    id: str = msgspec.field(default_factory=lambda: uuid.uuid4().hex)
     era: Era = "new"
     protocol_version: str | None = None
     client_info: dict[str, Any] | None = None
-    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
     initialized: bool = False
     log_level: str = "info"
-    subscriptions: set[str] = field(default_factory=set)
+    subscriptions: set[str] = msgspec.field(default_factory=set)
 
     @property
     def client_name(self) -> str | None:

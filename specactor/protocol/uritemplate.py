@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from urllib.parse import unquote
+
+import msgspec
 
 _VAR = re.compile(r"\{(\+?)([A-Za-z0-9_\-]+)\}")
 
 
-@dataclass(frozen=True)
-class UriTemplate:
+class UriTemplate(msgspec.Struct, frozen=True, dict=True):
     template: str
 
     @cached_property

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
@@ -42,6 +41,13 @@ WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 STEP = 0.05  # seconds between the logging/progress fixture's notifications
 
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _compact(value: Any) -> str:
+    """`value` as compact JSON, ASCII-escaped as the reference server's fixtures answer."""
+    import json  # here: the fixture server's first reply must not pay for it (~2 ms)
+
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _text(text: str, *, error: bool = False) -> CallToolResult:
@@ -174,7 +180,7 @@ def register(registry: Registry, _services: Any = None) -> None:
         result = answers["answer"]
         action = result.get("action") if isinstance(result, dict) else None
         content = result.get("content") if isinstance(result, dict) and action == "accept" else {}
-        return _text(f"{label}: action={action}, content={json.dumps(content, separators=(',', ':'))}")
+        return _text(f"{label}: action={action}, content={_compact(content)}")
 
     @registry.tool("test_elicitation", description="Tests server-initiated elicitation (user input request)",
                    input=ElicitIn, envelope=False, toolset="fixtures")
@@ -297,8 +303,7 @@ def register(registry: Registry, _services: Any = None) -> None:
                                 description="A resource template with parameter substitution", toolset="fixtures",
                                 completions={"id": _complete_from(["123", "456", "789"])})
     async def template(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
-        return json.dumps({"id": params["id"], "templateTest": True, "data": f"Data for ID: {params['id']}"},
-                          separators=(",", ":"))
+        return _compact({"id": params["id"], "templateTest": True, "data": f"Data for ID: {params['id']}"})
 
     # -------------------------------------------------------------- prompts
 

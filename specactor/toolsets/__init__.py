@@ -7,11 +7,12 @@ toolsets the configuration has switched off, so an assistant sees only what it n
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from specactor.actors.cache_invalidator import CacheInvalidator
 from specactor.actors.change_feed import ChangeFeed
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
     from specactor.actors.worker_pool import WorkerPool
 
 
-@dataclass(frozen=True)
-class Services:
+class Services(msgspec.Struct, frozen=True, dict=True):
     """The actor handles a toolset may use, passed explicitly (no ambient registry).
 
     `feed` is where every committed write is published; `supervisor.ensure` starts an actor on

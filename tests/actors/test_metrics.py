@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid
 from typing import Any
@@ -67,9 +66,9 @@ async def test_statistics_is_a_frozen_snapshot(autojump_clock: trio.testing.Mock
         assert old.counters["mcp.errors.total"] == {}
         assert old.histograms["mcp.requests.duration"][ECHO].count == 1
     assert after.counters["mcp.requests.total"][ECHO] == 2
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         before.dropped = 5  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         before.histograms["mcp.requests.duration"][ECHO].count = 9  # type: ignore[misc]
 
 
