@@ -9,6 +9,7 @@ command line to print as one line.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 from collections.abc import Awaitable, Callable, Iterable
@@ -103,6 +104,21 @@ def build(config: Config, extra: Callable[[Registry, Services], None] | None = N
             extra(registry, services)
         dispatcher.registry_ready.set()
     return app
+
+
+GC_YOUNG = 5_000  # container allocations between the cyclic collector's young passes (CPython's default: 700)
+
+
+def settle_heap() -> None:
+    """Once the server is built: what start-up made (modules, the registry, its schemas) lives as
+    long as the process, so the cyclic collector stops walking it (`gc.freeze`), and it makes its
+    young pass every `GC_YOUNG` allocations instead of 700. A request's objects die with their
+    references; the collector is only there for cycles (trio's cancellations and tracebacks),
+    which now wait a little longer. One HTTP worker serving `echo`: ~20 us less CPU a call of
+    ~390 (docs/decisions.md)."""
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG, older, oldest)
 
 
 async def register_deferred(app: App) -> None:
@@ -204,6 +220,7 @@ async def serve_stdio(app: App, fds: StdioFds) -> int:
                 with trio.move_on_after(0.25):  # initialize first: it needs no toolset
                     await app.dispatcher.first_reply.wait()
                 await register_deferred(app)
+            settle_heap()
             # Wired after the toolsets are in, so registering them is not announced as a change.
             notify_changes(app, root, lambda: [transport.conn] if transport.conn is not None else [])
 
@@ -275,6 +292,7 @@ async def serve_http(app: App, worker: WorkerRole | None = None) -> int:
     async with trio.open_nursery() as root:
         await start_actors(app, root)
         await app.supervisor.start(root, ChildSpec("http", transport.run, restart="transient"))
+        settle_heap()
         stop, reason = trio.Event(), ["signal"]
         root.start_soon(watch_signals, stop, reason)
         from specactor import logsetup
