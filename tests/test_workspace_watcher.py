@@ -124,3 +124,34 @@ async def test_what_is_published_while_a_watcher_restarts_is_not_lost(tmp_path: 
     watcher = WorkspaceWatcher(tmp_path, feed)
     feed.publish(Change(workspace=str(tmp_path), toolset="airsspec", kind="spec", written=(".airsspec/x",)))
     assert watcher.sub.receive_nowait().written == (".airsspec/x",)  # subscribed since it was built
+
+
+async def test_own_writes_are_forgotten_when_their_time_is_up_and_a_rewrite_keeps_its_later_time(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    from specactor.actors.workspace_watcher import OWN_TTL
+
+    feed = ChangeFeed()
+    watcher = WorkspaceWatcher(tmp_path, feed, use_inotify=False)
+    root = str(tmp_path)
+
+    def wrote(*paths: str) -> None:
+        feed.publish(Change(workspace=root, toolset="airsspec", kind="airsspec", written=paths))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watcher._learn_own, watcher.sub)
+        wrote(*(f".airsspec/specs/s{i}/spec.md" for i in range(5000)))  # more than the old sweep's 4,096
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(watcher.own) == 5000
+        await trio.sleep(OWN_TTL / 2)
+        wrote(".airsspec/specs/s0/spec.md")  # written again: remembered for another OWN_TTL
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.sleep(OWN_TTL / 2 + 1)
+        wrote(".airsspec/specs/new/spec.md")  # any later write lets the expired go
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(watcher.own) == [".airsspec/specs/new/spec.md", ".airsspec/specs/s0/spec.md"]
+        assert len(watcher._expiring) == 2  # the queue lets go with them
+        await trio.sleep(OWN_TTL + 1)
+        wrote()
+        await trio.testing.wait_all_tasks_blocked()
+        assert watcher.own == {} and not watcher._expiring
+        nursery.cancel_scope.cancel()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,6 +78,7 @@ class WorkspaceWatcher:
         self.debounce = debounce
         self.use_inotify = use_inotify
         self.own: dict[str, tuple[Identity, float]] = {}
+        self._expiring: deque[tuple[float, str]] = deque()  # (until, path) of `own`, oldest first
         self.published = 0
         self.ready = trio.Event()  # set once the watches (or the first scan) are in place
         self.after = after  # the server's first reply: watching starts after it (or a second of quiet)
@@ -185,11 +187,22 @@ class WorkspaceWatcher:
             if change.origin != "self" or change.workspace != self.root:
                 continue
             now = trio.current_time()
+            until = now + OWN_TTL
             for rel in change.paths:
-                self.own[rel] = (identity(os.path.join(self.root, rel)), now + OWN_TTL)
-            if len(self.own) > 4096:  # forget the expired ones now and then, not at every write
-                for rel in [rel for rel, (_, until) in self.own.items() if until < now]:
-                    del self.own[rel]
+                self.own[rel] = (identity(os.path.join(self.root, rel)), until)
+                self._expiring.append((until, rel))
+            self._forget_expired(now)
+
+    def _forget_expired(self, now: float) -> None:
+        """Drop the own writes remembered past their time, oldest first: a path written again
+        since keeps its later entry. Each path is queued once per write and dropped once, so a
+        busy server pays per write, never a sweep of everything it wrote in the last OWN_TTL."""
+        expiring, own = self._expiring, self.own
+        while expiring and expiring[0][0] < now:
+            until, rel = expiring.popleft()
+            entry = own.get(rel)
+            if entry is not None and entry[1] == until:
+                del own[rel]
 
     def _publish(self, batch: list[tuple[str, Identity]]) -> None:
         """Publish what someone else changed: (path, the file's identity now) of each changed path."""
