@@ -38,7 +38,7 @@ class RequestConn:
     def __init__(self, session: Session, pending: Pending | None = None) -> None:
         self.session = session
         channel: tuple[trio.MemorySendChannel[bytes | Reply], trio.MemoryReceiveChannel[bytes | Reply]]
-        channel = trio.open_memory_channel(FRAMES)  # not `[...](FRAMES)`: typing's alias costs a call ~1 us
+        channel = trio.open_memory_channel(FRAMES)  # not `[...](FRAMES)`: the typing alias adds ~0.5 us a call
         self._send, self.frames = channel
         self.peer = PeerLink(self.send, pending)
 
