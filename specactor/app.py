@@ -137,7 +137,8 @@ async def start_actors(app: App, nursery: trio.Nursery) -> None:
     notifier = ResourceNotifier(app.services.feed, app.registry)
     roots = dict.fromkeys([app.config.root_path, app.config.openspec_project[0]])
     watchers = [ChildSpec(f"workspace-watcher:{root}",
-                          WorkspaceWatcher(root, app.services.feed, after=app.dispatcher.first_reply).run)
+                          WorkspaceWatcher(root, app.services.feed, after=app.dispatcher.first_reply,
+                                           quiet_for=app.dispatcher.quiet_for).run)
                 for root in roots if root.is_dir()]
     for spec in (ChildSpec("metrics", app.metrics.run), ChildSpec("session-log", app.session_log.run),
                  ChildSpec("storage", app.storage.run), ChildSpec("resource-notifier", notifier.run),

@@ -155,3 +155,28 @@ async def test_own_writes_are_forgotten_when_their_time_is_up_and_a_rewrite_keep
         await trio.testing.wait_all_tasks_blocked()
         assert watcher.own == {} and not watcher._expiring
         nursery.cancel_scope.cancel()
+
+
+
+async def test_while_requests_are_in_flight_a_hand_edit_waits_for_a_quiet_moment_but_no_longer_than_max_defer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from specactor.actors import workspace_watcher
+
+    spec = tmp_path / "openspec" / "specs" / "auth" / "spec.md"
+    spec.parent.mkdir(parents=True)
+    spec.write_text("# auth\n")
+    busy = True
+
+    def quiet_for() -> float:  # the dispatcher's: 0 while a request is in flight
+        return 0.0 if busy else 1.0
+
+    monkeypatch.setattr(workspace_watcher, "MAX_DEFER", 0.3)
+    async with watching(tmp_path, use_inotify=False, poll_interval=0.05, quiet_for=quiet_for) as (_, sub):
+        spec.write_text("# auth, edited under constant load\n")
+        edited = trio.current_time()
+        assert (await next_external(sub)).written == ("openspec/specs/auth/spec.md",)
+        assert trio.current_time() - edited >= 0.3  # it waited for a quiet moment, then went ahead
+        monkeypatch.setattr(workspace_watcher, "MAX_DEFER", 3600.0)
+        spec.write_text("# auth, edited while a request runs\n")
+        busy = False  # the request is answered: the edit goes out now, not in an hour
+        assert (await next_external(sub)).written == ("openspec/specs/auth/spec.md",)

@@ -92,9 +92,17 @@ class Mailbox(Generic[M]):
         """
         # One slot: the actor sends exactly one answer and must never block on it.
         reply_send, reply_recv = trio.open_memory_channel[outcome.Outcome[Any]](1)
+        letter = Letter(body, reply_send)
         try:
             with trio.fail_after(timeout):
-                await self._send.send(Letter(body, reply_send))
+                # `send` always passes through the scheduler; the call waits for its answer anyway,
+                # so the letter is posted at once (unless the caller is cancelled already, as `send`
+                # would raise) and `send` waits only while the mailbox is full.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                try:
+                    self._send.send_nowait(letter)
+                except trio.WouldBlock:
+                    await self._send.send(letter)
                 async with reply_recv:
                     result = await reply_recv.receive()
         except trio.TooSlowError:
