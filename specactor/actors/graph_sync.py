@@ -26,6 +26,7 @@ from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.emergent_client import EmergentClient
 from specactor.actors.graph_writer import Counts, GraphWriter, remote_node
 from specactor.actors.supervisor import ChildSpec
+from specactor.concurrency.quiet import gap_between_requests
 from specactor.config import Config
 from specactor.domain.changes import Change
 from specactor.domain.graph import projection
@@ -203,13 +204,7 @@ class GraphSync:
         """Wait until no request has been in flight for QUIET seconds, at most MAX_DEFER: graph
         work fills the gaps between requests instead of competing with them for the one core an
         interpreter has. A `sync` call waiting skips the wait (it is the request)."""
-        # A poll, not an event: a request ending is the dispatcher's hot path, which tells no one.
-        deadline = trio.current_time() + MAX_DEFER
-        for _ in range(int(MAX_DEFER / QUIET) + 1):
-            quiet = self.quiet_for()
-            if self._syncing or quiet >= QUIET or trio.current_time() >= deadline:
-                return
-            await trio.sleep(QUIET - quiet)
+        await gap_between_requests(self.quiet_for, QUIET, MAX_DEFER, skip=lambda: bool(self._syncing))
 
     async def _consume(self) -> None:
         while True:

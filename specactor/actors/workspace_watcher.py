@@ -26,6 +26,7 @@ from pathlib import Path
 import trio
 
 from specactor.actors.change_feed import ChangeFeed, Subscription
+from specactor.concurrency.quiet import gap_between_requests
 from specactor.domain.changes import Change, kind_of
 from specactor.fs.inotify import Inotify
 from specactor.logsetup import get_logger
@@ -43,8 +44,8 @@ OWN_TTL = 10.0  # seconds an own write is remembered: far longer than any event 
 # folder, a stat per file) would otherwise compete with the requests making them: its thread
 # contends for the GIL with the storage actor's and the event loop's. Measured with bursts of 100
 # archives (`python -m bench.pertool --only 'tool:archive$' --transport stdio --bursts 3`, runs
-# alternating on a noisy machine): server CPU an archive at c=100 2.17-3.30 ms -> 1.87-1.93 ms,
-# P95 222-333 -> 204-214 ms; with no watcher at all 1.73-2.37 ms. Under constant load a hand edit
+# alternating on a noisy machine): server CPU an archive at c=100 2.17-3.30 ms -> 1.87-2.00 ms,
+# P95 222-333 -> 199-219 ms; with no watcher at all 1.73-2.37 ms. Under constant load a hand edit
 # is still published within MAX_DEFER; the kernel queues the events meanwhile (an overflow rescans).
 QUIET = 0.02
 MAX_DEFER = 1.0
@@ -159,15 +160,8 @@ class WorkspaceWatcher:
 
     async def _yield_to_requests(self) -> None:
         """Wait until no request has been in flight for QUIET seconds, at most MAX_DEFER."""
-        if self.quiet_for is None:
-            return
-        # A poll, not an event: a request ending is the dispatcher's hot path, which tells no one.
-        deadline = trio.current_time() + MAX_DEFER
-        for _ in range(int(MAX_DEFER / QUIET) + 1):
-            quiet = self.quiet_for()
-            if quiet >= QUIET or trio.current_time() >= deadline:
-                return
-            await trio.sleep(min(QUIET - quiet, deadline - trio.current_time()))
+        if self.quiet_for is not None:
+            await gap_between_requests(self.quiet_for, QUIET, MAX_DEFER)
 
     def _batch(self, inotify: Inotify) -> list[tuple[str, Identity]] | None:
         events = inotify.drain_events()
