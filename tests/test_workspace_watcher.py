@@ -157,7 +157,6 @@ async def test_own_writes_are_forgotten_when_their_time_is_up_and_a_rewrite_keep
         nursery.cancel_scope.cancel()
 
 
-
 async def test_while_requests_are_in_flight_a_hand_edit_waits_for_a_quiet_moment_but_no_longer_than_max_defer(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from specactor.actors import workspace_watcher

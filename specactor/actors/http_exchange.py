@@ -51,7 +51,8 @@ class RequestConn:
     async def _put(self, frame: bytes | Reply) -> None:
         """Queue `frame`; it waits only when the client has fallen `FRAMES` behind. Room left,
         it does not yield: the reply to a request answered in the transport's task is then ready
-        when `submit` returns, and a request costs no trip through trio's scheduler for it."""
+        when `submit` returns, and a request costs no trip through trio's scheduler for it.
+        (`mailbox.post` inline: a coroutine of its own adds ~0.2 us to every POST.)"""
         try:
             try:
                 self._send.send_nowait(frame)

@@ -15,6 +15,17 @@ import outcome
 import trio
 
 M = TypeVar("M")
+T = TypeVar("T")
+
+
+async def post(channel: trio.MemorySendChannel[T], item: T) -> None:
+    """Queue `item`, waiting only while `channel` is full. trio's `send` always passes through the
+    scheduler; a sender that waits for an answer anyway (or whose receiver checkpoints as it takes
+    the next item) need not pay that pass as well."""
+    try:
+        channel.send_nowait(item)
+    except trio.WouldBlock:
+        await channel.send(item)
 
 
 class ActorError(Exception):
@@ -95,14 +106,10 @@ class Mailbox(Generic[M]):
         letter = Letter(body, reply_send)
         try:
             with trio.fail_after(timeout):
-                # `send` always passes through the scheduler; the call waits for its answer anyway,
-                # so the letter is posted at once (unless the caller is cancelled already, as `send`
-                # would raise) and `send` waits only while the mailbox is full.
+                # The call waits for its answer anyway: the letter is posted without a scheduler
+                # pass, unless the caller is cancelled already (refused, as `send` would).
                 await trio.lowlevel.checkpoint_if_cancelled()
-                try:
-                    self._send.send_nowait(letter)
-                except trio.WouldBlock:
-                    await self._send.send(letter)
+                await post(self._send, letter)
                 async with reply_recv:
                     result = await reply_recv.receive()
         except trio.TooSlowError:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from specactor.actors.mailbox import Letter, Mailbox
+from specactor.actors.mailbox import Letter, Mailbox, post
 from specactor.actors.supervisor import ChildSpec
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import ToolError
@@ -120,9 +120,9 @@ class MemoryStoreActor:
                      reads: trio.MemorySendChannel[Letter[Read | Write]]) -> None:
         match letter.body:
             case Write():
-                await _post(writes, letter)
+                await post(writes, letter)  # the route's loop checkpoints as it takes the next letter
             case Read():
-                await _post(reads, letter)
+                await post(reads, letter)
             case _:  # a sender's bug: crash, and the supervisor starts a store that knows nothing of it
                 with letter:
                     raise TypeError(f"the memory store got a message it does not know: {letter.body!r}")
@@ -188,15 +188,6 @@ class MemoryStoreActor:
         results: list[outcome.Outcome[Any]] = group_commit(conn, fns)
         self.commits += 1  # on the worker thread, once committed (read by tests and metrics)
         return results
-
-
-async def _post(queue: trio.MemorySendChannel[Letter[Read | Write]], letter: Letter[Read | Write]) -> None:
-    """Queue `letter` without a pass through the scheduler unless the queue is full (the route's loop
-    checkpoints as it takes the next letter)."""
-    try:
-        queue.send_nowait(letter)
-    except trio.WouldBlock:
-        await queue.send(letter)
 
 
 def _abandon(inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:
