@@ -89,6 +89,8 @@ class EmbeddingsConfig(_Base, frozen=True):
     model: str = "text-embedding-3-small"
     api_key: str | None = None
     timeout: Seconds = 30.0
+    # How vectors are asked for: base64 float32 (what the OpenAI SDKs ask for) or JSON numbers.
+    encoding: Literal["base64", "float"] = "base64"
 
 
 class MemoryConfig(_Base, frozen=True):
@@ -262,6 +264,7 @@ ENV: dict[str, str] = {
     "SPECACTOR_EMBEDDINGS_URL": "memory.embeddings.url",
     "SPECACTOR_EMBEDDINGS_MODEL": "memory.embeddings.model",
     "SPECACTOR_EMBEDDINGS_API_KEY": "memory.embeddings.api_key",
+    "SPECACTOR_EMBEDDINGS_ENCODING": "memory.embeddings.encoding",
     "SPECACTOR_KNOWLEDGE_REPO": "knowledge.repo",
     "SPECACTOR_GRAPH_WORKSPACE_ID": "graph.workspace_id",
     "SPECACTOR_GRAPH_DB": "graph.db",

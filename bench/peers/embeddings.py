@@ -5,7 +5,8 @@
 `POST <anything>/embeddings` with `{"model": ..., "input": str | [str, ...]}` is answered `--delay-ms`
 after it arrived (`trio.sleep_until`, so any number of requests wait at once, none serialised; the
 answer is computed within that delay, so a batch of 100 is not answered later than one input), with
-`{"object": "list", "data": [{"object": "embedding", "index": i, "embedding": [...]}], "model", "usage"}`:
+`{"object": "list", "data": [{"object": "embedding", "index": i, "embedding": [...]}], "model", "usage"}`
+(with `"encoding_format": "base64"`, each embedding is its float32 numbers in base64, as OpenAI answers):
 one deterministic unit vector per input, a hashed bag of words (`--dims` buckets, word counts,
 normalised). Raw HTTP/1.1 on trio sockets, keep-alive, one task per connection; the port (0:
 any free one) is announced as one JSON line on stdout, `{"url": "http://127.0.0.1:<port>/v1"}`.
@@ -15,8 +16,10 @@ It counts requests and inputs; `GET /stats` answers them as JSON.
 from __future__ import annotations
 
 import argparse
+import base64
 import math
 import re
+import struct
 import sys
 import zlib
 from typing import Any
@@ -31,6 +34,7 @@ MAX_HEAD = 64 * 1024
 class _Request(msgspec.Struct):
     input: str | list[str]
     model: str = "fake"
+    encoding_format: str = "float"
 
 
 _decode = msgspec.json.Decoder(_Request).decode
@@ -44,6 +48,11 @@ def embed(text: str, dims: int) -> list[float]:
         vec[zlib.crc32(word.encode()) % dims] += 1.0
     norm = math.sqrt(sum(x * x for x in vec))
     return [x / norm for x in vec]
+
+
+def as_base64(vector: list[float]) -> str:
+    """As OpenAI answers `encoding_format: base64`: the float32 numbers, little-endian, in base64."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
 
 
 class Endpoint:
@@ -76,7 +85,10 @@ class Endpoint:
         try:
             # The answer is made within the delay, and sent when it is up: the endpoint answers `delay`
             # after the request, whatever the batch (computed after it, 100 inputs added ~2 ms).
-            data = [{"object": "embedding", "index": i, "embedding": embed(t, self.dims)} for i, t in enumerate(texts)]
+            vectors = [embed(t, self.dims) for t in texts]
+            encoded = req.encoding_format == "base64"
+            data = [{"object": "embedding", "index": i, "embedding": as_base64(v) if encoded else v}
+                    for i, v in enumerate(vectors)]
             tokens = sum(len(t.split()) for t in texts)
             payload = _encode({"object": "list", "data": data, "model": req.model,
                                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})

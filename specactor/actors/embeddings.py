@@ -3,6 +3,8 @@
 Calls queue in the mailbox; the texts of all the calls queued when the client looks (a burst of
 searches in one scheduler tick) go out in one request of at most EMBED_BATCH texts, sent by a
 task of its own, so a lone call waits no longer and a hundred concurrent ones cost one POST.
+Vectors are asked for as `endpoint.encoding` (base64 by default); an endpoint that refuses
+base64 by name is asked again for floats, and for floats from then on (logged once).
 A failed request fails each of its calls with the same error, classified by
 `domain/memory/embeddings.py`: RATE_LIMITED, a retryable PROVIDER_ERROR, or a final one. The
 retries are the tool layer's (`protocol/registry.call_with_retries`, tenacity), not made here.
@@ -22,10 +24,13 @@ from specactor.actors.mailbox import Letter, Mailbox
 from specactor.actors.supervisor import ChildSpec
 from specactor.domain.memory import embeddings as emb
 from specactor.domain.memory.records import EmbeddingsEndpoint
+from specactor.logsetup import get_logger
 from specactor.protocol.errors import ProviderError, RateLimited, ToolError
 
 if TYPE_CHECKING:
     import httpx
+
+log = get_logger("specactor.embeddings")
 
 EMBED_BATCH = 256  # texts per embeddings request at most (OpenAI takes 2,048)
 # One letter per call waiting for its vectors: a burst of concurrent searches and adds.
@@ -44,6 +49,7 @@ class EmbeddingsClient:
 
     def __init__(self, endpoint: EmbeddingsEndpoint) -> None:
         self.endpoint = endpoint
+        self.encoding: emb.Encoding = endpoint.encoding  # "float" once the endpoint refused base64
         self.mailbox: Mailbox[Embed] = Mailbox("embeddings", QUEUE)
         # httpx bounds each phase of a request (pool, connect, write, read) by the timeout.
         self.call_timeout = 4 * endpoint.timeout
@@ -116,12 +122,21 @@ class EmbeddingsClient:
         headers = {"content-type": "application/json"}
         if cfg.api_key:
             headers["authorization"] = f"Bearer {cfg.api_key}"
-        try:
-            reply = await http.post(cfg.url.rstrip("/") + "/embeddings", headers=headers,
-                                    content=emb.request_body(cfg.model, texts))
-        except httpx.HTTPError as err:
-            raise ProviderError(f"the embeddings endpoint is unreachable: {type(err).__name__}: {err}",
-                                {"url": cfg.url}) from None
+        while True:
+            encoding = self.encoding
+            try:
+                reply = await http.post(cfg.url.rstrip("/") + "/embeddings", headers=headers,
+                                        content=emb.request_body(cfg.model, texts, encoding))
+            except httpx.HTTPError as err:
+                raise ProviderError(f"the embeddings endpoint is unreachable: {type(err).__name__}: {err}",
+                                    {"url": cfg.url}) from None
+            if encoding == "base64" and emb.refuses_base64(reply.status_code, reply.content):
+                if self.encoding == "base64":  # not already switched by a request sent beside this one
+                    log.warning("the embeddings endpoint refuses encoding_format base64; asking for floats",
+                                url=cfg.url, status=reply.status_code)
+                    self.encoding = "float"
+                continue
+            break
         failure: emb.Failure | list[list[float]]
         if reply.status_code >= 400:
             failure = emb.classify(reply.status_code, reply.headers, reply.content, time.time())

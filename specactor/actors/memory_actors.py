@@ -68,4 +68,4 @@ class MemoryActors:
 def embeddings_endpoint(config: Config) -> EmbeddingsEndpoint | None:
     """The embeddings endpoint `memory.embeddings` names, or None when it names no URL."""
     emb = config.memory.embeddings
-    return EmbeddingsEndpoint(emb.url, emb.model, emb.api_key, emb.timeout) if emb.url else None
+    return EmbeddingsEndpoint(emb.url, emb.model, emb.api_key, emb.timeout, emb.encoding) if emb.url else None

@@ -16,6 +16,7 @@ import pytest
 import trio
 import trio.lowlevel
 
+from bench.peers.embeddings import as_base64
 from specactor.actors.runtime import TrioRuntime
 from specactor.domain.memory import embeddings as emb
 from specactor.domain.retry_after import DEFAULT_RETRY_AFTER
@@ -36,12 +37,16 @@ def vector(text: str) -> list[float]:
 
 @dataclass
 class Endpoint:
-    """What the fake endpoint answers, one scripted reply per request, then `default`."""
+    """What the fake endpoint answers, one scripted reply per request, then `default`. It ignores
+    `encoding_format` (JSON numbers whatever was asked) unless `base64` (then it answers as asked)
+    or `strict` (then base64 is refused with a 400 naming the field, as a strict validator would)."""
 
     script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     default: tuple[int, dict[str, str]] = (200, {})
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
+    base64: bool = False
+    strict: bool = False
 
 
 @pytest.fixture
@@ -53,8 +58,14 @@ def endpoint() -> Iterator[Endpoint]:
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
             state.requests.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})
             status, headers = state.script.pop(0) if state.script else state.default
-            payload = (json.dumps({"data": [{"index": i, "embedding": vector(t)} for i, t in
-                                            enumerate(body["input"])]}) if status == 200 else "nope").encode()
+            asked = body.get("encoding_format", "float")
+            if state.strict and asked != "float":
+                status, headers = 400, {}
+            encoded = state.base64 and asked == "base64"
+            payload = (json.dumps({"data": [{"index": i, "embedding": as_base64(vector(t)) if encoded else vector(t)}
+                                            for i, t in enumerate(body["input"])]}) if status == 200
+                       else json.dumps({"error": {"message": f"encoding_format: unexpected value {asked!r}"}})
+                       if state.strict and asked != "float" else "nope").encode()
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -111,7 +122,40 @@ async def test_semantic_search_ranks_by_cosine_of_the_endpoints_vectors(semantic
     found = await ok(semantic, "memory_search", {"query": "kitten"})
     assert [r["memoryId"] for r in found["results"]] == [cat["memoryId"]] and found["results"][0]["score"] > 0.7
     assert endpoint.requests[0] == {"path": "/v1/embeddings", "auth": "Bearer sk-test",
-                                    "body": {"model": "text-embedding-3-small", "input": ["the cat sleeps"]}}
+                                    "body": {"model": "text-embedding-3-small", "input": ["the cat sleeps"],
+                                             "encoding_format": "base64"}}
+
+
+async def test_vectors_sent_as_base64_rank_as_the_same_vectors_sent_as_numbers(semantic: MemoryClient,
+                                                                            endpoint: Endpoint) -> None:
+    endpoint.base64 = True
+    cat = await ok(semantic, "memory_add", {"content": "the cat sleeps"})
+    await ok(semantic, "memory_add", {"content": "the dog barks"})
+    found = await ok(semantic, "memory_search", {"query": "kitten"})
+    endpoint.base64 = False
+    again = await ok(semantic, "memory_search", {"query": "kitten"})
+    assert [r["memoryId"] for r in found["results"]] == [r["memoryId"] for r in again["results"]] == [cat["memoryId"]]
+    assert abs(found["results"][0]["score"] - again["results"][0]["score"]) < 1e-6
+
+
+async def test_an_endpoint_that_refuses_base64_is_asked_for_numbers_from_then_on(semantic: MemoryClient,
+                                                                               endpoint: Endpoint) -> None:
+    endpoint.strict = True
+    cat = await ok(semantic, "memory_add", {"content": "the cat sleeps"})
+    found = await ok(semantic, "memory_search", {"query": "kitten"})
+    assert [r["memoryId"] for r in found["results"]] == [cat["memoryId"]]
+    assert [r["body"]["encoding_format"] for r in endpoint.requests] == ["base64", "float", "float"]
+    assert not sleeps(semantic)  # not a retry of the tool: the same request, asked again at once
+
+
+async def test_the_encoding_setting_asks_for_numbers_from_the_first_request(env: Path, endpoint: Endpoint,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECACTOR_EMBEDDINGS_URL", endpoint.url)
+    monkeypatch.setenv("SPECACTOR_EMBEDDINGS_ENCODING", "float")
+    async with open_memory_server(server_config(env)) as client:
+        await client.initialize()
+        await ok(client, "memory_add", {"content": "the cat sleeps"})
+    assert [r["body"]["encoding_format"] for r in endpoint.requests] == ["float"]
 
 
 async def test_hybrid_search_averages_both_scores(env: Path, endpoint: Endpoint,
@@ -191,3 +235,10 @@ def test_an_unreadable_reply_is_a_fatal_failure() -> None:
     assert isinstance(emb.parse_reply(b'{"data": []}', 1), emb.Failure)
     assert emb.parse_reply(b'{"data": [{"index": 1, "embedding": [2]}, {"index": 0, "embedding": [1]}]}', 2) == [
         [1.0], [2.0]]
+    # base64: whole little-endian float32 numbers, nothing else
+    assert emb.parse_reply(b'{"data": [{"embedding": "AACAPwAAAEA="}]}', 1) == [[1.0, 2.0]]
+    for bad in ("AACAPw", "AACA", "", "AACAP!==", "AADAfw=="):  # padding, 3 bytes, empty, not base64, NaN
+        failure = emb.parse_reply(b'{"data": [{"embedding": "%s"}]}' % bad.encode(), 1)
+        assert isinstance(failure, emb.Failure) and "0 usable vectors for 1" in failure.message, bad
+    assert emb.refuses_base64(400, b'{"error": "encoding_format must be float"}')
+    assert not emb.refuses_base64(429, b"encoding_format") and not emb.refuses_base64(400, b"bad model")

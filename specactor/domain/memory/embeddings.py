@@ -1,5 +1,10 @@
 """The OpenAI-compatible `/v1/embeddings` exchange, pure: the request, the reply, what a failure means.
 
+Vectors are asked for as base64 (`encoding_format`), as the OpenAI SDKs ask by default: each is its
+float32 numbers, little-endian, about a quarter of the JSON's size and read without parsing a
+number. A reply of JSON numbers is read too (an endpoint that ignores the field sends those), and
+an endpoint that refuses the field altogether (`refuses_base64`) is then asked for floats.
+
 The actor does the HTTP; this module decides. A 429 is *rate limited* (wait `Retry-After`
 seconds, given as seconds or an HTTP date); 408, 5xx and transport errors are *transient*
 (retried with backoff); any other status, or a reply we cannot read, is *fatal*.
@@ -8,7 +13,9 @@ seconds, given as seconds or an HTTP date); 408, 5xx and transport errors are *t
 from __future__ import annotations
 
 import array
+import binascii
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -18,6 +25,7 @@ import msgspec
 from specactor.domain.retry_after import retry_after
 
 Kind = Literal["rate_limited", "transient", "fatal"]
+Encoding = Literal["base64", "float"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +37,7 @@ class Failure:
 
 
 class _Datum(msgspec.Struct):
-    embedding: list[float]
+    embedding: list[float] | str  # str: base64 of float32 numbers, little-endian
     index: int = 0
 
 
@@ -37,8 +45,25 @@ class _Reply(msgspec.Struct):
     data: list[_Datum]
 
 
-def request_body(model: str, texts: Sequence[str]) -> bytes:
-    return msgspec.json.encode({"model": model, "input": list(texts)})
+def request_body(model: str, texts: Sequence[str], encoding: Encoding = "base64") -> bytes:
+    return msgspec.json.encode({"model": model, "input": list(texts), "encoding_format": encoding})
+
+
+def _floats(embedding: list[float] | str) -> list[float] | None:
+    """The numbers of one embedding, or None when its base64 is not whole float32 numbers."""
+    if not isinstance(embedding, str):
+        return embedding
+    try:
+        raw = binascii.a2b_base64(embedding, strict_mode=True)
+    except binascii.Error:
+        return None
+    if len(raw) % 4:
+        return None
+    out = array.array("f")
+    out.frombytes(raw)
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out.tolist()
 
 
 def parse_reply(body: bytes, expected: int) -> list[list[float]] | Failure:
@@ -47,11 +72,18 @@ def parse_reply(body: bytes, expected: int) -> list[list[float]] | Failure:
         reply = msgspec.json.decode(body, type=_Reply)
     except msgspec.DecodeError as err:
         return Failure("fatal", f"the embeddings endpoint sent an unreadable reply: {err}")
-    vectors = [d.embedding for d in sorted(reply.data, key=lambda d: d.index)]
+    vectors = [_floats(d.embedding) for d in sorted(reply.data, key=lambda d: d.index)]
     # A NaN or an infinity anywhere makes the sum one (as does a sum past 1.8e308: no embedding is that big).
-    if len(vectors) != expected or any(not v or not math.isfinite(sum(v)) for v in vectors):
-        return Failure("fatal", f"the embeddings endpoint sent {len(vectors)} usable vectors for {expected} inputs")
-    return vectors
+    usable = [v for v in vectors if v and math.isfinite(sum(v))]
+    if len(usable) != expected or len(vectors) != expected:
+        return Failure("fatal", f"the embeddings endpoint sent {len(usable)} usable vectors for {expected} inputs")
+    return usable
+
+
+def refuses_base64(status: int, body: bytes) -> bool:
+    """Whether a refusal (a 4xx other than 408 and 429) is about `encoding_format`: an endpoint that
+    validates its fields strictly and does not know base64; asked for floats, it may answer."""
+    return 400 <= status < 500 and status not in (408, 429) and b"encoding_format" in body[:4096]
 
 
 def classify(status: int, headers: Mapping[str, str], body: bytes, now: float) -> Failure:
