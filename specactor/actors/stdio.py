@@ -4,6 +4,11 @@ It claims fd 1 at start (the protocol keeps a private duplicate; fd 1 then point
 stderr), so a stray print or native write can never corrupt the stream. Lines are read with
 trio's FdStream (no thread hop per line), up to `max_line` bytes each; a longer line is
 skipped without being held in memory and answered with an error. EOF ends the actor.
+
+The answers the transport's own task makes (requests answered inline) while whole lines remain
+in the read buffer are held and written together, in order: before it waits to read, every
+HELD_MAX bytes, and at EOF (docs/decisions.md, "The hot path"). A burst of 100 pipelined pings
+is one write instead of 100. Answers from requests' own tasks are written at once.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ log = get_logger("specactor.stdio")
 
 CHUNK = 64 * 1024
 BIG_CHUNK = 1024 * 1024  # once a line is past one chunk, read faster
+# Replies the transport's own task makes (requests answered inline) while more lines wait in the
+# read buffer are held and written together: at most this many bytes, or before it waits to read.
+HELD_MAX = 64 * 1024
 
 
 class TooLong:
@@ -86,6 +94,10 @@ class LineReader:
         self.scanned = 0
         self.skipping = 0  # bytes of an over-long line dropped so far
 
+    def has_line(self) -> bool:
+        """Whether a whole line is buffered (`next` would answer without reading)."""
+        return self.buf.find(b"\n", self.scanned) >= 0
+
     async def next(self) -> bytes | TooLong | None:
         """The next line (without its newline), a TooLong marker, or None at EOF."""
         while True:
@@ -131,16 +143,42 @@ class StdioConnection:
         self.peer = PeerLink(self.send)
         self._lock = trio.Lock()
         self.broken = trio.Event()
+        # While the transport's task answers lines already read, its replies wait here (`hold`).
+        self._holder: trio.lowlevel.Task | None = None
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+
+    def hold(self) -> None:
+        """From now on the calling task's sends are held until `flush` (or HELD_MAX bytes)."""
+        self._holder = trio.lowlevel.current_task()
+
+    async def flush(self) -> None:
+        """Write what is held, in one write, and stop holding."""
+        self._holder = None
+        if self._held:
+            held, self._held, self._held_bytes = self._held, [], 0
+            held.append(b"")
+            await self._write(b"\n".join(held))
 
     async def send(self, data: bytes) -> None:
         if self.broken.is_set():
             return
+        if self._holder is not None and self._holder is trio.lowlevel.current_task():
+            self._held.append(data)
+            self._held_bytes += len(data) + 1
+            if self._held_bytes >= HELD_MAX:
+                await self.flush()
+                self.hold()
+            return
+        await self._write(data + b"\n")
+
+    async def _write(self, data: bytes) -> None:
         try:
             self._lock.acquire_nowait()  # uncontended: no trip through the scheduler
         except trio.WouldBlock:
             await self._lock.acquire()
         try:
-            await self.stream.send_all(data + b"\n")
+            await self.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
             log.warning("stdout closed; the client is gone", error=str(err))
             self.broken.set()
@@ -178,6 +216,8 @@ class StdioTransport:
         task_status.started()
         try:
             while not conn.broken.is_set():
+                if not reader.has_line():  # about to wait for input: what was answered goes out first
+                    await conn.flush()
                 line = await reader.next()
                 if line is None:
                     break
@@ -187,6 +227,9 @@ class StdioTransport:
                                                    f"Invalid Request: the message is {line.size} bytes; "
                                                    f"the limit is {self.max_line} bytes"))
                     continue
+                conn.hold()
                 await self.dispatcher.feed(conn, line, at)
         finally:
+            with trio.CancelScope(shield=True):  # answers already made are not dropped at EOF
+                await conn.flush()
             self.closed.set()

@@ -1,0 +1,119 @@
+"""How replies reach stdout: the answers the transport's own task makes while more lines wait in
+its read buffer go out together, in order, in as few writes as HELD_MAX allows; nothing is held
+once the transport waits for input, or when the input ends."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.lowlevel
+
+from specactor import app as application
+from specactor.actors import stdio
+from specactor.config import Config
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+WAIT = 20.0
+
+
+class Counting:
+    """The stdout stream, each write recorded."""
+
+    def __init__(self, inner: trio.lowlevel.FdStream) -> None:
+        self.inner = inner
+        self.writes: list[bytes] = []
+
+    async def send_all(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        await self.inner.send_all(data)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class Pipes:
+    def __init__(self, into: int, out: int, stdout: Counting) -> None:
+        self.into = into  # the client's end of stdin
+        self.out = trio.lowlevel.FdStream(out)  # the client's end of stdout
+        self.stdout = stdout
+        self.buf = b""
+
+    async def write(self, *messages: dict[str, Any]) -> None:
+        data = b"".join(msgspec.json.encode(m) + b"\n" for m in messages)
+        while data:
+            await trio.lowlevel.wait_writable(self.into)
+            data = data[os.write(self.into, data):]
+
+    async def replies(self, n: int) -> list[dict[str, Any]]:
+        with trio.fail_after(WAIT):
+            while self.buf.count(b"\n") < n:
+                self.buf += await self.out.receive_some(1 << 16)
+        lines = self.buf.split(b"\n")
+        self.buf = b"\n".join(lines[n:])
+        return [msgspec.json.decode(line) for line in lines[:n]]
+
+
+def ping(i: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "ping"}
+
+
+@pytest.fixture
+async def pipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Pipes]:
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    for fd in (in_w, out_r):
+        os.set_blocking(fd, False)
+    counting: list[Counting] = []
+    plain = stdio.open_stream
+
+    def open_stream(fd: int) -> Any:
+        if fd != out_w:
+            return plain(fd)
+        counting.append(Counting(trio.lowlevel.FdStream(fd)))
+        return counting[0]
+
+    monkeypatch.setattr(stdio, "open_stream", open_stream)
+    built = application.build(Config(root=str(tmp_path)))
+    transport = stdio.StdioTransport(built.dispatcher, stdio.StdioFds(in_r, out_w))
+    async with trio.open_nursery() as nursery:
+        await application.start_actors(built, nursery)
+        await nursery.start(transport.run)
+        pipes = Pipes(in_w, out_r, counting[0])
+        await pipes.write({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+        assert (await pipes.replies(1))[0]["result"]["protocolVersion"] == "2025-11-25"
+        await pipes.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        pipes.stdout.writes.clear()
+        yield pipes
+        os.close(in_w)
+        with trio.fail_after(WAIT):
+            await transport.closed.wait()
+        nursery.cancel_scope.cancel()
+    await pipes.out.aclose()
+
+
+async def test_a_pipelined_burst_answered_inline_goes_out_in_one_write_and_in_order(pipes: Pipes) -> None:
+    await pipes.write(*[ping(i) for i in range(1, 101)])
+    replies = await pipes.replies(100)
+    assert [r["id"] for r in replies] == list(range(1, 101)) and all(r["result"] == {} for r in replies)
+    assert len(pipes.stdout.writes) == 1  # one write per reply before: 100
+
+
+async def test_held_answers_go_out_every_held_max_bytes(pipes: Pipes, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stdio, "HELD_MAX", 400)  # a ping's reply is ~36 bytes: ~11 a write
+    await pipes.write(*[ping(i) for i in range(1, 101)])
+    replies = await pipes.replies(100)
+    assert [r["id"] for r in replies] == list(range(1, 101))
+    assert 9 <= len(pipes.stdout.writes) <= 12 and all(len(w) < 400 + 64 for w in pipes.stdout.writes)
+
+
+async def test_a_lone_request_is_answered_before_the_transport_waits_for_the_next(pipes: Pipes) -> None:
+    for i in range(1, 4):  # each answer is awaited before the next request is written
+        await pipes.write(ping(i))
+        assert [r["id"] for r in await pipes.replies(1)] == [i]
+    assert len(pipes.stdout.writes) == 3
