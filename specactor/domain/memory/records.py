@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from specactor.domain.memory.embeddings import Encoding
 from specactor.domain.memory.layers import Layer
 from specactor.domain.memory.scoring import Mode
 
@@ -42,4 +43,4 @@ class EmbeddingsEndpoint:
     model: str = "text-embedding-3-small"
     api_key: str | None = None
     timeout: float = 30.0
-    encoding: Literal["base64", "float"] = "base64"  # how vectors are asked for (`encoding_format`)
+    encoding: Encoding = "base64"  # how vectors are asked for (`encoding_format`)
