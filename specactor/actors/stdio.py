@@ -227,7 +227,8 @@ class StdioTransport:
                                                    f"Invalid Request: the message is {line.size} bytes; "
                                                    f"the limit is {self.max_line} bytes"))
                     continue
-                conn.hold()
+                if self.dispatcher.registry_ready.is_set():  # before, a request may wait in `feed`
+                    conn.hold()  # for the toolsets, and `initialize`'s answer must not wait with it
                 await self.dispatcher.feed(conn, line, at)
         finally:
             with trio.CancelScope(shield=True):  # answers already made are not dropped at EOF

@@ -63,8 +63,7 @@ def ping(i: int) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": i, "method": "ping"}
 
 
-@pytest.fixture
-async def pipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Pipes]:
+def open_pipes(monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int, int, list[Counting]]:
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     for fd in (in_w, out_r):
@@ -79,6 +78,12 @@ async def pipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         return counting[0]
 
     monkeypatch.setattr(stdio, "open_stream", open_stream)
+    return in_r, in_w, out_r, out_w, counting
+
+
+@pytest.fixture
+async def pipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Pipes]:
+    in_r, in_w, out_r, out_w, counting = open_pipes(monkeypatch)
     built = application.build(Config(root=str(tmp_path)))
     transport = stdio.StdioTransport(built.dispatcher, stdio.StdioFds(in_r, out_w))
     async with trio.open_nursery() as nursery:
@@ -117,3 +122,27 @@ async def test_a_lone_request_is_answered_before_the_transport_waits_for_the_nex
         await pipes.write(ping(i))
         assert [r["id"] for r in await pipes.replies(1)] == [i]
     assert len(pipes.stdout.writes) == 3
+
+
+async def test_before_the_toolsets_are_registered_initialize_is_answered_while_a_request_behind_it_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    in_r, in_w, out_r, out_w, counting = open_pipes(monkeypatch)
+    built = application.build(Config(root=str(tmp_path)), defer=True)  # as `serve` builds: toolsets later
+    transport = stdio.StdioTransport(built.dispatcher, stdio.StdioFds(in_r, out_w))
+    async with trio.open_nursery() as nursery:
+        await application.start_actors(built, nursery)
+        await nursery.start(transport.run)
+        pipes = Pipes(in_w, out_r, counting[0])
+        await pipes.write({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
+                          {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                          {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})  # pipelined: waits for the toolsets
+        assert [r["id"] for r in await pipes.replies(1)] == [1]  # not held behind tools/list
+        assert not built.dispatcher.registry_ready.is_set()
+        await application.register_deferred(built)
+        (listed,) = await pipes.replies(1)
+        assert listed["id"] == 2 and listed["result"]["tools"]
+        os.close(in_w)
+        with trio.fail_after(WAIT):
+            await transport.closed.wait()
+        nursery.cancel_scope.cancel()
+    await pipes.out.aclose()
