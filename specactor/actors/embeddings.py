@@ -115,28 +115,30 @@ class EmbeddingsClient:
                 letter.reply(vectors[start:start + len(letter.body.texts)])
                 start += len(letter.body.texts)
 
-    async def _request(self, http: httpx.AsyncClient, texts: Sequence[str]) -> list[list[float]]:
+    async def _post(self, http: httpx.AsyncClient, texts: Sequence[str], encoding: emb.Encoding) -> httpx.Response:
         import httpx
 
         cfg = self.endpoint
         headers = {"content-type": "application/json"}
         if cfg.api_key:
             headers["authorization"] = f"Bearer {cfg.api_key}"
-        while True:
-            encoding = self.encoding
-            try:
-                reply = await http.post(cfg.url.rstrip("/") + "/embeddings", headers=headers,
-                                        content=emb.request_body(cfg.model, texts, encoding))
-            except httpx.HTTPError as err:
-                raise ProviderError(f"the embeddings endpoint is unreachable: {type(err).__name__}: {err}",
-                                    {"url": cfg.url}) from None
-            if encoding == "base64" and emb.refuses_base64(reply.status_code, reply.content):
-                if self.encoding == "base64":  # not already switched by a request sent beside this one
-                    log.warning("the embeddings endpoint refuses encoding_format base64; asking for floats",
-                                url=cfg.url, status=reply.status_code)
-                    self.encoding = "float"
-                continue
-            break
+        try:
+            return await http.post(cfg.url.rstrip("/") + "/embeddings", headers=headers,
+                                   content=emb.request_body(cfg.model, texts, encoding))
+        except httpx.HTTPError as err:
+            raise ProviderError(f"the embeddings endpoint is unreachable: {type(err).__name__}: {err}",
+                                {"url": cfg.url}) from None
+
+    async def _request(self, http: httpx.AsyncClient, texts: Sequence[str]) -> list[list[float]]:
+        cfg = self.endpoint
+        encoding = self.encoding
+        reply = await self._post(http, texts, encoding)
+        if encoding == "base64" and emb.refuses_base64(reply.status_code, reply.content):
+            if self.encoding == "base64":  # not already switched by a request sent beside this one
+                log.warning("the embeddings endpoint refuses encoding_format base64; asking for floats",
+                            url=cfg.url, status=reply.status_code)
+                self.encoding = "float"
+            reply = await self._post(http, texts, "float")
         failure: emb.Failure | list[list[float]]
         if reply.status_code >= 400:
             failure = emb.classify(reply.status_code, reply.headers, reply.content, time.time())
