@@ -4,6 +4,7 @@ once the transport waits for input, or when the input ends."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -63,7 +64,11 @@ def ping(i: int) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": i, "method": "ping"}
 
 
-def open_pipes(monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int, int, list[Counting]]:
+@contextlib.asynccontextmanager
+async def serving(root: Path, monkeypatch: pytest.MonkeyPatch, *, defer: bool = False) -> AsyncIterator[
+        tuple[Pipes, application.App]]:
+    """An app built on `root` (with `defer`, its toolsets registered only when the test says so)
+    served by the stdio transport over real pipes, stdout's writes counted; stdin closed at exit."""
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     for fd in (in_w, out_r):
@@ -78,28 +83,28 @@ def open_pipes(monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int, int, lis
         return counting[0]
 
     monkeypatch.setattr(stdio, "open_stream", open_stream)
-    return in_r, in_w, out_r, out_w, counting
-
-
-@pytest.fixture
-async def pipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Pipes]:
-    in_r, in_w, out_r, out_w, counting = open_pipes(monkeypatch)
-    built = application.build(Config(root=str(tmp_path)))
+    built = application.build(Config(root=str(root)), defer=defer)
     transport = stdio.StdioTransport(built.dispatcher, stdio.StdioFds(in_r, out_w))
     async with trio.open_nursery() as nursery:
         await application.start_actors(built, nursery)
         await nursery.start(transport.run)
         pipes = Pipes(in_w, out_r, counting[0])
-        await pipes.write({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
-        assert (await pipes.replies(1))[0]["result"]["protocolVersion"] == "2025-11-25"
-        await pipes.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        pipes.stdout.writes.clear()
-        yield pipes
+        yield pipes, built
         os.close(in_w)
         with trio.fail_after(WAIT):
             await transport.closed.wait()
         nursery.cancel_scope.cancel()
     await pipes.out.aclose()
+
+
+@pytest.fixture
+async def pipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Pipes]:
+    async with serving(tmp_path, monkeypatch) as (pipes, _):
+        await pipes.write({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+        assert (await pipes.replies(1))[0]["result"]["protocolVersion"] == "2025-11-25"
+        await pipes.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        pipes.stdout.writes.clear()
+        yield pipes
 
 
 async def test_a_pipelined_burst_answered_inline_goes_out_in_one_write_and_in_order(pipes: Pipes) -> None:
@@ -126,13 +131,7 @@ async def test_a_lone_request_is_answered_before_the_transport_waits_for_the_nex
 
 async def test_before_the_toolsets_are_registered_initialize_is_answered_while_a_request_behind_it_waits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    in_r, in_w, out_r, out_w, counting = open_pipes(monkeypatch)
-    built = application.build(Config(root=str(tmp_path)), defer=True)  # as `serve` builds: toolsets later
-    transport = stdio.StdioTransport(built.dispatcher, stdio.StdioFds(in_r, out_w))
-    async with trio.open_nursery() as nursery:
-        await application.start_actors(built, nursery)
-        await nursery.start(transport.run)
-        pipes = Pipes(in_w, out_r, counting[0])
+    async with serving(tmp_path, monkeypatch, defer=True) as (pipes, built):  # as `serve` builds it
         await pipes.write({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
                           {"jsonrpc": "2.0", "method": "notifications/initialized"},
                           {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})  # pipelined: waits for the toolsets
@@ -141,8 +140,3 @@ async def test_before_the_toolsets_are_registered_initialize_is_answered_while_a
         await application.register_deferred(built)
         (listed,) = await pipes.replies(1)
         assert listed["id"] == 2 and listed["result"]["tools"]
-        os.close(in_w)
-        with trio.fail_after(WAIT):
-            await transport.closed.wait()
-        nursery.cancel_scope.cancel()
-    await pipes.out.aclose()

@@ -59,8 +59,7 @@ def _floats(embedding: list[float] | str) -> list[float] | None:
         return None
     if len(raw) % 4:
         return None
-    out = array.array("f")
-    out.frombytes(raw)
+    out = unpack(raw)
     if sys.byteorder == "big":
         out.byteswap()
     return out.tolist()
