@@ -58,7 +58,28 @@ def _result(body: Envelope, is_error: bool) -> CallToolResult:
 
 
 def envelope_ok(data: Any) -> CallToolResult:
+    if type(data) is Encoded:
+        return data.result()
     return _result(Envelope(success=True, data=data), False)
+
+
+class Encoded:
+    """A tool's output with its envelope encoded once, for an output served many times unchanged
+    (a listing cached until the workspace changes): each call then copies the bytes where it
+    would encode them twice (0.3 ms a call for 1,000 specs). `data` must not change after."""
+
+    __slots__ = ("data", "structured", "text")
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+        raw = encode(Envelope(success=True, data=data))
+        self.structured = Raw(raw)
+        self.text = Raw(encode(TextContent(text=raw.decode())))
+
+    def result(self) -> CallToolResult:
+        # a fresh result each call: the core may still set its era's fields on it
+        text: Any = self.text  # encoded as the TextContent block it holds
+        return CallToolResult(content=[text], structuredContent=self.structured)
 
 
 def envelope_error(err: ToolError) -> CallToolResult:

@@ -20,7 +20,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from specactor.protocol.context import Completer, RequestContext
-from specactor.protocol.envelope import envelope_ok, envelope_schema
+from specactor.protocol.envelope import Encoded, envelope_ok, envelope_schema
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ProviderError, RateLimited, ToolError
 from specactor.protocol.schema import check_input_type, find_issue, issue_from_msgspec, json_type, schema_of
 from specactor.protocol.uritemplate import UriTemplate
@@ -184,7 +184,7 @@ class Registry:
                 if not envelope:
                     assert isinstance(out, CallToolResult)
                     return out
-                if check_finite and not _finite(out):
+                if check_finite and not _finite(out.data if type(out) is Encoded else out):
                     raise ToolError("INTERNAL", f"tool '{name}' produced a number JSON cannot carry (infinite or NaN)")
                 return envelope_ok(out)
 

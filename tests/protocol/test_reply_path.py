@@ -14,6 +14,7 @@ from msgspec import Raw
 from specactor.protocol import http_rules
 from specactor.protocol.admission import Admitted, admit
 from specactor.protocol.context import RequestContext
+from specactor.protocol.envelope import Encoded
 from specactor.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, NotFound, ToolError
 from specactor.protocol.frames import Incoming, Reply, parse
 from specactor.protocol.registry import Registry
@@ -193,3 +194,42 @@ def test_deliveries_reach_listen_streams_and_initialized_handshake_sessions_alik
     ]
     assert server.deliveries("prompts", None, sessions) == [(legacy, "notifications/prompts/list_changed", {})]
     assert server.deliveries("resource", "r://b", sessions) == []
+
+
+def encoded_core(shared: Encoded) -> ServerCore:
+    """A core whose tool `cached` answers the one pre-encoded output, as a cached listing does."""
+    registry = Registry()
+
+    @registry.tool("cached", description="a cached listing", input=TextIn, output=TextOut)
+    async def cached(args: TextIn, ctx: RequestContext) -> Encoded | TextOut:
+        return shared if args.text == "encoded" else TextOut("a \"quoted\" listing\n", 0.5)
+
+    return ServerCore(registry, name="t", version="0")
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
+async def test_an_output_encoded_once_answers_the_same_bytes_as_the_output_itself_in_every_era(
+        version: str) -> None:
+    shared = Encoded(TextOut("a \"quoted\" listing\n", 0.5))
+    server, session = encoded_core(shared), Session()
+    assert isinstance(admit(request("initialize", {"protocolVersion": version, "capabilities": {},
+                                                   "clientInfo": {"name": "c", "version": "0"}}), session), Admitted)
+    plain = await call(server, session, "cached", {"text": "plain"})
+    for _ in range(2):  # served twice: the shared bytes are not consumed or changed by a call
+        assert (await call(server, session, "cached", {"text": "encoded"})).data == plain.data
+    result = msgspec.json.decode(plain.data)["result"]
+    assert msgspec.json.decode(result["content"][0]["text"])["data"]["text"] == "a \"quoted\" listing\n"
+    assert ("structuredContent" in result) is (version != "2025-03-26")
+
+
+async def test_an_output_encoded_once_is_not_changed_by_a_modern_sessions_answer() -> None:
+    shared = Encoded(TextOut("x"))
+    server = encoded_core(shared)
+    legacy = await call(server, initialized(), "cached", {"text": "encoded"})
+    modern = admit(request("tools/call", {"name": "cached", "arguments": {"text": "encoded"}, "_meta": ENVELOPE}),
+                   Session())
+    assert isinstance(modern, Admitted)
+    answer = msgspec.json.decode((await server.respond(modern, Session(era="modern"), Nothing(), Nothing())).data)
+    assert answer["result"]["resultType"] == "complete"  # the modern era's fields, on its own answer
+    again = await call(server, initialized(), "cached", {"text": "encoded"})
+    assert again.data == legacy.data and "resultType" not in msgspec.json.decode(again.data)["result"]

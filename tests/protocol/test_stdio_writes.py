@@ -5,6 +5,7 @@ once the transport waits for input, or when the input ends."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -140,3 +141,24 @@ async def test_before_the_toolsets_are_registered_initialize_is_answered_while_a
         await application.register_deferred(built)
         (listed,) = await pipes.replies(1)
         assert listed["id"] == 2 and listed["result"]["tools"]
+
+
+F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+
+
+def pipe_max_size() -> int:
+    return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+
+
+async def test_the_transport_widens_its_pipes_so_a_large_answer_goes_out_in_one_write() -> None:
+    limit = pipe_max_size()
+    r, w = os.pipe()
+    os.close(r)
+    stream = stdio.open_stream(w)
+    assert isinstance(stream, trio.lowlevel.FdStream)
+    try:
+        # above the user's limit the kernel refuses, and the pipe keeps its size (64 KiB)
+        assert fcntl.fcntl(w, F_GETPIPE_SZ) == (stdio.PIPE_SIZE if stdio.PIPE_SIZE <= limit else 65536)
+    finally:
+        await stream.aclose()
+    assert stdio.widen_pipe(w) == -1  # a closed descriptor: refused, not raised
