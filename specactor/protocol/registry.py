@@ -24,7 +24,7 @@ from specactor.protocol.envelope import Encoded, envelope_ok, envelope_schema
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ProviderError, RateLimited, ToolError
 from specactor.protocol.schema import check_input_type, find_issue, issue_from_msgspec, json_type, schema_of
 from specactor.protocol.uritemplate import UriTemplate
-from specactor.wire.codec import any_decoder, decoder_for
+from specactor.wire.codec import any_decoder, decoder_for, encode
 from specactor.wire.mcp import (
     BlobResourceContents,
     CallToolResult,
@@ -384,6 +384,14 @@ def resource_contents(uri: str, mime: str | None, body: ResourceBody) -> list[Re
         return [BlobResourceContents(uri=uri, blob=base64.b64encode(body).decode("ascii"),
                                      mimeType=mime if mime else UNSET)]
     return body
+
+
+def encoded_contents(uri: str, mime: str | None, text: str) -> list[ResourceContents]:
+    """`resource_contents(uri, mime, text)` encoded once, for contents served many times unchanged
+    (a listing cached until the workspace changes): each read then copies the bytes where it would
+    encode (and escape) the text again."""
+    raw: Any = Raw(encode(TextResourceContents(uri=uri, text=text, mimeType=mime if mime else UNSET)))
+    return [raw]
 
 
 def prompt_result(value: GetPromptResult | list[PromptMessage] | str, description: str | None) -> GetPromptResult:

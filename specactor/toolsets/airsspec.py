@@ -36,9 +36,9 @@ from specactor.fs.airsspec_fs import AirsSpecDisk, OsFiles
 from specactor.protocol.context import Completer, RequestContext
 from specactor.protocol.envelope import Encoded
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ResourceNotFound, ToolError
-from specactor.protocol.registry import Registry
+from specactor.protocol.registry import Registry, encoded_contents
 from specactor.wire.codec import encode
-from specactor.wire.mcp import Resource
+from specactor.wire.mcp import Resource, ResourceContents
 
 if TYPE_CHECKING:
     from specactor.toolsets import Services
@@ -364,10 +364,12 @@ def _register_resources(registry: Registry, ws: Workspace) -> None:
 
     @registry.resource("airsspec:///specs", name="airsspec-specs", mime_type="application/json", toolset=TOOLSET,
                        description="Index of all specs: id, title, state, category, phase, created_at, updated_at")
-    async def specs(uri: str, params: dict[str, str], ctx: RequestContext) -> str:
-        def run(catalog: Catalog, files: OsFiles) -> str:
+    async def specs(uri: str, params: dict[str, str], ctx: RequestContext) -> list[ResourceContents]:
+        def run(catalog: Catalog, files: OsFiles) -> list[ResourceContents]:
             entries = catalog.entries(files)
-            return ws.cached("index", lambda: encode(views.index(entries)).decode())
+            # 1,000 specs are ~200 KB of JSON: built, and encoded as the contents, once per index change
+            return ws.cached("index", lambda: encoded_contents(uri, "application/json",
+                                                                encode(views.index(entries)).decode()))
 
         try:
             return await ws.read(run)

@@ -17,7 +17,7 @@ from specactor.protocol.context import RequestContext
 from specactor.protocol.envelope import Encoded
 from specactor.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, NotFound, ToolError
 from specactor.protocol.frames import Incoming, Reply, parse
-from specactor.protocol.registry import Registry
+from specactor.protocol.registry import Registry, encoded_contents, resource_contents
 from specactor.protocol.server import Listener, ServerCore
 from specactor.protocol.session import Session
 from specactor.protocol.versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
@@ -233,3 +233,10 @@ async def test_an_output_encoded_once_is_not_changed_by_a_modern_sessions_answer
     assert answer["result"]["resultType"] == "complete"  # the modern era's fields, on its own answer
     again = await call(server, initialized(), "cached", {"text": "encoded"})
     assert again.data == legacy.data and "resultType" not in msgspec.json.decode(again.data)["result"]
+
+
+def test_contents_encoded_once_are_the_bytes_of_the_contents_themselves() -> None:
+    text = '{"specs": [{"id": "a \\"quoted\\" id"}]}\n'
+    for mime in ("application/json", None):
+        assert msgspec.json.encode(w.ReadResourceResult(contents=encoded_contents("airsspec:///specs", mime, text))) \
+            == msgspec.json.encode(w.ReadResourceResult(contents=resource_contents("airsspec:///specs", mime, text)))
