@@ -48,9 +48,33 @@ class Journal(msgspec.Struct, frozen=True):
 _last: tuple[bytes, Journal] | None = None
 
 
+# A spec id's cell in the journal's table, as TOON writes it (quoted when it must be), asked of
+# `toons` once per id: the table is then joined from cached cells, 0.03 ms where rendering it all
+# again on every write took 0.1 ms at KEEP rows. Bounded: cleared past a few journals' worth.
+_cells: dict[str, str] = {}
+_TABLE = "changes[{n}]{{generation,spec_id}}:"
+
+
+def _cell(spec_id: str) -> str:
+    cell = _cells.get(spec_id)
+    if cell is None:
+        row = str(toons.dumps({"c": [{"g": 0, "s": spec_id}]})).split("\n", 1)[1]  # '  0,<cell>'
+        cell = row[len("  0,"):]
+        if len(_cells) >= 4 * KEEP:
+            _cells.clear()
+        _cells[spec_id] = cell
+    return cell
+
+
 def render(journal: Journal) -> bytes:
+    """The journal as TOON: `toons.dumps` of it, byte for byte (the table joined from cached cells)."""
     global _last
-    data = (str(toons.dumps(msgspec.to_builtins(journal))) + "\n").encode()
+    if journal.changes:
+        lines = [f"generation: {journal.generation}", _TABLE.format(n=len(journal.changes)),
+                 *[f"  {c.generation},{_cell(c.spec_id)}" for c in journal.changes]]
+        data = ("\n".join(lines) + "\n").encode()
+    else:
+        data = (str(toons.dumps(msgspec.to_builtins(journal))) + "\n").encode()
     _last = (data, journal)
     return data
 
