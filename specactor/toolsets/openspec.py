@@ -62,6 +62,7 @@ from specactor.fs.openspec_fs import (
 )
 from specactor.logsetup import get_logger
 from specactor.protocol.context import RequestContext
+from specactor.protocol.envelope import Encoded
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ResourceNotFound, ToolError
 from specactor.protocol.registry import Registry
 from specactor.wire.mcp import Resource, ResourceContents, TextResourceContents
@@ -398,11 +399,12 @@ def _register_tools(registry: Registry, ws: Workspace) -> None:
     @registry.tool("list", description="Active changes with task progress (`openspec list --json`), or with "
                    "specs=true every capability with its requirement count (`openspec list --specs --json`).",
                    input=ListIn, output=ListOut, toolset=TOOLSET, annotations=read_only)
-    async def list_items(args: ListIn, ctx: RequestContext) -> ListOut:
+    async def list_items(args: ListIn, ctx: RequestContext) -> Encoded:
         from specactor.domain.openspec.workspace import list_changes, list_specs
 
         lister = list_specs if args.specs else list_changes
-        return await ws.read(lambda: src.whole(f"list:{args.specs}", lambda: lister(src, ws.root())))
+        # kept encoded until the disk changes (500 specs: ~40 KB, encoded twice a call before)
+        return await ws.read(lambda: src.whole(f"list:{args.specs}", lambda: Encoded(lister(src, ws.root()))))
 
     @registry.tool("show", description="A change (title, deltas, task progress) or a spec (overview, requirements, "
                    "scenarios), as `openspec show <item> --json` prints it.",
