@@ -72,9 +72,9 @@ class Encoded:
 
     def __init__(self, data: Any) -> None:
         self.data = data
-        raw = encode(Envelope(success=True, data=data))
-        self.structured = Raw(raw)
-        self.text = Raw(encode(TextContent(text=raw.decode())))
+        once = envelope_ok(data)
+        self.structured = once.structuredContent
+        self.text = Raw(encode(once.content[0]))
 
     def result(self) -> CallToolResult:
         # a fresh result each call: the core may still set its era's fields on it

@@ -390,7 +390,7 @@ def encoded_contents(uri: str, mime: str | None, text: str) -> list[ResourceCont
     """`resource_contents(uri, mime, text)` encoded once, for contents served many times unchanged
     (a listing cached until the workspace changes): each read then copies the bytes where it would
     encode (and escape) the text again."""
-    raw: Any = Raw(encode(TextResourceContents(uri=uri, text=text, mimeType=mime if mime else UNSET)))
+    raw: Any = Raw(encode(resource_contents(uri, mime, text)[0]))
     return [raw]
 
 
