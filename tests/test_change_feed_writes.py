@@ -171,9 +171,14 @@ async def test_writes_by_another_process_arrive_as_external_and_ours_once_as_our
                 worker.kill()
                 worker.wait(10)
         changes = published(sub, external=True)
-        with trio.fail_after(10):  # the watcher's last batch, after its debounce
-            while not any(ch.origin == "external" and f"/{theirs[-1]}/" in path
-                          for ch in changes for path in ch.paths):
+        def seen(spec_id: str) -> bool:
+            return any(ch.origin == "external" and f"/{spec_id}/" in path for ch in changes for path in ch.paths)
+
+        # The watcher's batches, up to the last after its debounce. Every spec of theirs is waited
+        # for: a batch read mid-run may hold the worker's first writes (all to one spec) while the
+        # others' still wait for the next batch.
+        with trio.fail_after(10):
+            while not all(seen(spec_id) for spec_id in theirs):
                 changes.append(await sub.receive())
     assert worker.returncode == 0, err.decode()[-3000:]
     assert msgspec.json.decode(out.strip().splitlines()[-1])  # the worker wrote too
