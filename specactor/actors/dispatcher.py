@@ -85,8 +85,9 @@ class Dispatcher:
         # Running handlers: their cancel scope and the trio time past which the sweeper stops them.
         self._inflight: dict[tuple[str, int | str], tuple[trio.CancelScope, float]] = {}
         self._client_cancelled: set[tuple[str, int | str]] = set()
-        self._idle = trio.Event()
-        self._idle.set()
+        # Made by a `wait_idle` that has to wait, set and dropped when the count reaches zero: a
+        # request answered inline (0 -> 1 -> 0) then costs no event of its own.
+        self._idle: trio.Event | None = None
         self.quiet_since = 0.0  # trio clock: when the last outstanding work was answered (for background work)
         self._outstanding = 0
         self._nursery: trio.Nursery | None = None
@@ -122,9 +123,9 @@ class Dispatcher:
         self._outstanding += delta
         if self._outstanding == 0:
             self.quiet_since = trio.current_time()
-            self._idle.set()
-        elif self._idle.is_set():
-            self._idle = trio.Event()
+            if self._idle is not None:
+                self._idle.set()
+                self._idle = None
 
     def cancel(self, session: Session, request_id: int | str | None) -> None:
         """Stop the handler of `request_id`; no reply will be sent for it.
@@ -149,6 +150,11 @@ class Dispatcher:
                 scope.cancel()
 
     async def wait_idle(self) -> None:
+        if self._outstanding == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
         await self._idle.wait()
 
     def quiet_for(self) -> float:

@@ -337,7 +337,7 @@ class HttpTransport:
         save = (lambda: self.legacy.save(known)) if known is not None and self.shared is not None else None
         await self.dispatcher.submit(job)  # a handler that cannot wait has answered by the time this returns
         try:
-            ready: bytes | Reply | None = conn.frames.receive_nowait()
+            ready: bytes | Reply | None = conn.take_nowait()
         except trio.WouldBlock:
             ready = None
         except trio.EndOfChannel:  # cancelled before anything was sent

@@ -112,6 +112,32 @@ async def assert_nothing_more_sent(client: MemoryClient) -> None:
     assert client._inbox.statistics().current_buffer_used == 0
 
 
+async def test_wait_idle_returns_at_once_when_nothing_is_outstanding_and_when_the_last_handler_ends(
+        tmp_path: Path) -> None:
+    gate = Gate()
+    async with server(tmp_path, gate) as client:
+        dispatcher = client.app.dispatcher
+        with trio.fail_after(WAIT):
+            await dispatcher.wait_idle()  # nothing outstanding: no event to wait on
+            await send_call(client, "slow", "block", "slow")
+            await gate.until(lambda: gate.entered == ["slow"])
+            woke: list[bool] = []
+
+            async def waiter() -> None:
+                await dispatcher.wait_idle()
+                woke.append(True)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(waiter)
+                nursery.start_soon(waiter)
+                await trio.testing.wait_all_tasks_blocked()
+                assert woke == []  # the handler still runs
+                gate.release.set()
+            assert woke == [True, True]
+            await client.receive()
+            await dispatcher.wait_idle()
+
+
 async def test_a_slow_tool_never_delays_ping(tmp_path: Path) -> None:
     gate = Gate()
     async with server(tmp_path, gate) as client:
