@@ -261,7 +261,8 @@ def _peers(callers: dict[str, Caller], plan: Plan) -> dict[str, dict[str, Any]]:
 
 
 def _transport(name: str, template: Path, seeds: catalog.Seeds, tmp: Path, plan: Plan,
-               progress: Callable[[str], None], only: re.Pattern[str] | None = None) -> dict[str, Any]:
+               progress: Callable[[str], None], only: re.Pattern[str] | None = None,
+               peers: bool = True) -> dict[str, Any]:
     started = time.monotonic()
     root = tmp / name
     catalog.copy(template, root)
@@ -285,15 +286,15 @@ def _transport(name: str, template: Path, seeds: catalog.Seeds, tmp: Path, plan:
             raise HarnessError("per-tool catalogue does not match the live server: " + "; ".join(problems))
         first = _first_sync(sa)
         entry["first_sync_ms"] = round(first.ms, 1)
-        for key in ("sdk", "floor"):
+        for key in ("sdk", "floor") if peers else ():
             callers[key] = make(specs[key], root, TIMEOUT_S)
-        chosen = [op for op in ops if only is None or only.search(op.key) or op.key == "tool:spec_list"]
+        chosen = [op for op in ops if only is None or only.search(op.key) or (peers and op.key == "tool:spec_list")]
         for k, op in enumerate(chosen, 1):
             entry["ops"][op.key] = measure(sa, op, plan, cat)
             fig = entry["ops"][op.key]
             progress(f"per-tool {name} {k}/{len(chosen)} {op.key}: median {fig['median_ms']:.2f} ms, "
                      f"p95 {fig['p95_ms']:.2f} ms, p95 c={BURST} {fig['p95_c100_ms']:.1f} ms")
-            if op.key == "tool:spec_list":
+            if op.key == "tool:spec_list" and peers:
                 entry["peers"] = _peers(callers, plan)
     except HarnessError as err:
         entry["error"] = str(err)
@@ -314,15 +315,16 @@ def _transport(name: str, template: Path, seeds: catalog.Seeds, tmp: Path, plan:
 
 
 def run(quick: bool, progress: Callable[[str], None], transports: list[str], *, samples: int | None = None,
-        bursts: int | None = None, only: str | None = None) -> dict[str, Any]:
+        bursts: int | None = None, only: str | None = None, peers: bool = True) -> dict[str, Any]:
     """The `pertool` section of the results document (JSON-able); `samples` and `bursts` override the
     plan's calls at c=1 and bursts of 100 per operation; `only` (a regex over `kind:name` keys) measures
-    just the operations it matches (and spec_list, beside its peers): a partial run, its gates SMOKE."""
+    just the operations it matches (and spec_list, beside its peers): a partial run, its gates SMOKE;
+    `peers` False leaves the SDK peer and the floor out (and spec_list, unless `only` matches it)."""
     sizes, plan = (catalog.QUICK, QUICK) if quick else (catalog.FULL, FULL)
     plan = Plan(plan.warmup, samples or plan.samples, bursts or plan.bursts)
     section: dict[str, Any] = {"quick": quick, "sizes": asdict(sizes), "sizes_text": sizes.text(),
                                "plan": {**asdict(plan), "burst": BURST}, "http_era": ERA, "cores": available_cores(),
-                               "http_workers": http_workers(), "transports": {}, "only": only}
+                               "http_workers": http_workers(), "transports": {}, "only": only, "peers": peers}
     with tempfile.TemporaryDirectory(prefix="specactor-bench-pertool-") as tmp:
         progress(f"per-tool: generating the workspace ({sizes.text()})")
         started = time.monotonic()
@@ -331,7 +333,7 @@ def run(quick: bool, progress: Callable[[str], None], transports: list[str], *, 
         for name in transports:
             progress(f"per-tool over {name}: {plan.samples} calls at c=1 and {plan.bursts} x {BURST} per operation")
             section["transports"][name] = _transport(name, Path(tmp) / "template", seeds, Path(tmp), plan, progress,
-                                                     re.compile(only) if only else None)
+                                                     re.compile(only) if only else None, peers)
     return section
 
 
@@ -447,13 +449,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bursts", type=int, help=f"bursts of {BURST} per operation (default {FULL.bursts})")
     parser.add_argument("--only", metavar="REGEX", help="measure only the operations whose `kind:name` key matches "
                         "(e.g. 'tool:list$|prompt:'); gates SMOKE")
+    parser.add_argument("--no-peers", action="store_true", help="with --only: leave out the SDK peer and the floor "
+                        "(and spec_list beside them), for a quick A/B of one operation (÷ floor then '-')")
     args = parser.parse_args(argv)
+    if args.no_peers and not args.only:
+        parser.error("--no-peers is for partial runs: give --only too")
     if (args.samples is not None and args.samples < 1) or (args.bursts is not None and args.bursts < 1):
         parser.error("--samples and --bursts must be at least 1")
     transports = list(TRANSPORTS) if args.transport == "all" else [args.transport]
     compile_bytecode()
     section = run(args.quick, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True), transports,
-                  samples=args.samples, bursts=args.bursts, only=args.only)
+                  samples=args.samples, bursts=args.bursts, only=args.only, peers=not args.no_peers)
     if args.json:
         args.json.write_text(json.dumps(section, indent=1, allow_nan=False) + "\n")
     print("\n".join(table(section, _num)))

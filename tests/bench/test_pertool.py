@@ -122,3 +122,21 @@ def test_only_a_retryable_conflict_makes_the_first_sync_run_again() -> None:
     assert not pertool.retryable_conflict(reply({"code": "INTERNAL", "retryable": True, "message": "x"}))
     assert not pertool.retryable_conflict(reply(None))
     assert not pertool.retryable_conflict({"error": {"code": -32603, "message": "x"}})
+
+
+def test_no_peers_is_refused_without_only(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        pertool.main(["--no-peers"])
+    assert exit_info.value.code == 2
+    assert "--no-peers is for partial runs" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_partial_run_without_peers_measures_only_the_operations_it_matches() -> None:
+    section = pertool.run(True, lambda _: None, ["stdio"], samples=3, bursts=1, only="prompt:openspec-archive$",
+                          peers=False)
+    entry = section["transports"]["stdio"]
+    assert entry["error"] is None
+    assert list(entry["ops"]) == ["prompt:openspec-archive"] and entry["peers"] == {}
+    assert section["peers"] is False
+    assert [g.verdict for g in pertool.gates(section)] == ["smoke"]
