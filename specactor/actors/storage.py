@@ -240,8 +240,12 @@ class Committed(msgspec.Struct, frozen=True):
 
 
 # A group commit takes at most the mailbox's worth of transactions: what queued up while the
-# previous group was committing.
-GROUP_MAX = 64
+# previous group was committing. 128, the dispatcher's default `max_concurrency`: a burst of
+# writes within the concurrency limit commits as one group, with one round of fsyncs, instead of
+# two (64 + 36 for a burst of 100 at 64), and no second group is planned beside the first one's
+# 64 replies. The median of a burst rises (every answer waits for the whole group); its P95
+# falls: docs/decisions.md ("Durable writes") has the figures.
+GROUP_MAX = 128
 
 
 class StorageActor:
@@ -259,8 +263,8 @@ class StorageActor:
         self.feed = feed
         self.lock_path = lock_path or root / ".specactor" / "workspace.lock"
         # Writers wait for their answer, so the queue holds at most one letter per in-flight
-        # request; 64 lets a burst queue up without the callers blocking on the send itself.
-        self.mailbox: Mailbox[Transact] = Mailbox("storage", 64)
+        # request; GROUP_MAX lets a burst queue up without the callers blocking on the send itself.
+        self.mailbox: Mailbox[Transact] = Mailbox("storage", GROUP_MAX)
         self.commits = 0  # transactions committed
         self.groups = 0  # group commits (each one round of fsyncs)
         self._swept = False
