@@ -146,3 +146,11 @@ def test_ticking_a_task_changes_exactly_that_one_line(tasks: str, which: int) ->
     assert total == before_total and done == before_done + (0 if already else 1)
     changed = [i for i, (a, b) in enumerate(zip(tasks.split("\n"), text.split("\n"), strict=True)) if a != b]
     assert changed == ([] if already else [task.line - 1])
+
+
+@given(st.text())
+def test_js_length_counts_utf16_code_units_as_javascript_does(text: str) -> None:
+    from specactor.domain.openspec.spec_rules import js_length
+
+    # One unit per code point, two above the Basic Multilingual Plane (a lone surrogate is one).
+    assert js_length(text) == sum(2 if ord(c) > 0xFFFF else 1 for c in text)

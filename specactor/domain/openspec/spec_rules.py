@@ -45,8 +45,11 @@ _MARKER_PUNCTUATION = ":-\u2013\u2014.,;()[]{}"
 
 
 def js_length(text: str) -> int:
-    """`String.prototype.length`: UTF-16 code units."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+    """`String.prototype.length`: UTF-16 code units (an ASCII text's length at once; a scan of the
+    code points cost ~15 us a requirement, twice per rebuilt spec's requirement in an archive)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def issue(level: Level, path: str, message: str, line: int | None = None) -> Issue:
