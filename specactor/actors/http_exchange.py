@@ -37,7 +37,7 @@ class RequestConn:
 
     The channel is made only when the POST has to wait: a handler answered in the transport's
     task (`echo`, most reads of a cache) leaves its reply in a list that `take_nowait` empties,
-    and the POST never pays for a memory channel (~3 us, a tenth of such a request's own CPU)."""
+    and the POST never pays for a memory channel (~5 us of the ~24 our code spent on an echo POST)."""
 
     def __init__(self, session: Session, pending: Pending | None = None) -> None:
         self.session = session

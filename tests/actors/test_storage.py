@@ -379,22 +379,15 @@ def increment(tx: Tx) -> int:
     return value
 
 
+@pytest.mark.parametrize("writes", [20, 100])
 async def test_transactions_queued_behind_a_commit_are_committed_together_each_seeing_the_ones_before(
-        storage: StorageActor, root: Path) -> None:
-    results = await Held().behind(storage, [increment] * 20)
-    assert sorted(results) == list(range(1, 21))
-    assert (root / "counter").read_bytes() == b"20"
-    assert storage.groups == 2 and storage.commits == 21
+        storage: StorageActor, root: Path, writes: int) -> None:
+    # 100: a burst within the dispatcher's default concurrency (128) waits for one round of fsyncs, not two.
+    results = await Held().behind(storage, [increment] * writes)
+    assert sorted(results) == list(range(1, writes + 1))
+    assert (root / "counter").read_bytes() == str(writes).encode()
+    assert storage.groups == 2 and storage.commits == writes + 1
     assert leftovers(root) == []
-
-
-async def test_a_burst_of_a_hundred_writes_queued_behind_a_commit_is_one_group(
-        storage: StorageActor, root: Path) -> None:
-    # A burst within the dispatcher's default concurrency (128) waits for one round of fsyncs, not two.
-    results = await Held().behind(storage, [increment] * 100)
-    assert sorted(results) == list(range(1, 101))
-    assert (root / "counter").read_bytes() == b"100"
-    assert storage.groups == 2 and storage.commits == 101
 
 
 async def test_a_transaction_that_raises_fails_alone_and_the_rest_of_its_group_is_committed(
