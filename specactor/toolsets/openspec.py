@@ -206,6 +206,12 @@ def _overlaps(staged: dict[str, bytes | None], writes: Mapping[str, bytes], dele
     return any(rel in writes or rel in deletes or rel in move or rel.startswith(moved) for rel in staged)
 
 
+def _folders_down_to(folder: str) -> list[str]:
+    """"a/b/c/" -> ["a/", "a/b/", "a/b/c/"]: the folder and those above it, with trailing slashes."""
+    parts = folder.split("/")[:-1]
+    return ["/".join(parts[:i]) + "/" for i in range(1, len(parts) + 1)]
+
+
 _ARCHIVES = "openspec-archives"  # the key of a group commit's archives (`Tx.defer`)
 
 
@@ -218,22 +224,27 @@ class _Archives:
         self.project = project
         self.items: list[tuple[Tx, ArchivePlan]] = []
         self.paths: set[str] = set()  # the files they write or remove (under openspec/)
-        self.folders: list[str] = []  # the folders they move, from and to (with a trailing /)
+        self.folders: set[str] = set()  # the folders they move, from and to (with a trailing /)
+        self.ancestors: set[str] = set()  # those folders and every folder above them
 
     def _touched(self, plan: ArchivePlan) -> tuple[set[str], list[str]]:
         read = {join("specs", spec.id, "spec.md") for spec in plan.specs}  # every spec it merged into
         return read | set(plan.writes) | set(plan.deletes), [f"{folder}/" for folder in plan.move]
 
     def touches(self, plan: ArchivePlan) -> bool:
-        """Whether `plan` reads or changes a file or folder that a waiting archive changes."""
+        """Whether `plan` reads or changes a file or folder that a waiting archive changes (a
+        folder it moves is, contains or lies in one they move): set lookups, so a group of n
+        archives checks in O(n), not O(n^2)."""
         paths, folders = self._touched(plan)
-        return bool(paths & self.paths) or any(a.startswith(b) or b.startswith(a)
-                                                for a in folders for b in self.folders)
+        return bool(paths & self.paths) or any(
+            folder in self.ancestors or not self.folders.isdisjoint(_folders_down_to(folder)) for folder in folders)
 
     def add(self, tx: Tx, plan: ArchivePlan) -> None:
         paths, folders = self._touched(plan)
         self.paths |= paths
-        self.folders += folders
+        self.folders.update(folders)
+        for folder in folders:
+            self.ancestors.update(_folders_down_to(folder))
         self.items.append((tx, plan))
 
     def apply(self) -> None:

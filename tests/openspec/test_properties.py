@@ -154,3 +154,26 @@ def test_js_length_counts_utf16_code_units_as_javascript_does(text: str) -> None
 
     # One unit per code point, two above the Basic Multilingual Plane (a lone surrogate is one).
     assert js_length(text) == sum(2 if ord(c) > 0xFFFF else 1 for c in text)
+
+
+_FOLDER = st.lists(st.sampled_from(["changes", "archive", "a", "a-b", "ab"]), min_size=1, max_size=3).map("/".join)
+
+
+@given(st.lists(st.tuples(_FOLDER, _FOLDER), max_size=6), st.tuples(_FOLDER, _FOLDER))
+def test_an_archive_touches_the_waiting_ones_exactly_when_a_folder_it_moves_is_in_or_above_one_they_move(
+        waiting: list[tuple[str, str]], move: tuple[str, str]) -> None:
+    # The set lookups of `_Archives.touches` answer as the pairwise prefix test they replaced.
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from specactor.toolsets.openspec import _Archives
+
+    def plan(folders: tuple[str, str]) -> Any:
+        return cast(Any, SimpleNamespace(specs=[], writes={}, deletes=[], move=folders))
+
+    archives = _Archives(cast(Any, None))
+    for one in waiting:
+        archives.add(cast(Any, None), plan(one))
+    theirs = [f"{folder}/" for one in waiting for folder in one]
+    pairwise = any(a.startswith(b) or b.startswith(a) for a in (f"{m}/" for m in move) for b in theirs)
+    assert archives.touches(plan(move)) == pairwise
