@@ -222,6 +222,18 @@ def unlinks_deferred(graves: list[Path]) -> Iterator[list[Path]]:
         _deferred.graves = before
 
 
+def unlink_graves_in(directory: Path) -> None:
+    """Unlink at once the swapped-out files waiting in `directory` (inside `unlinks_deferred`),
+    so a caller about to remove the folder once it is empty finds it so."""
+    graves: list[Path] | None = getattr(_deferred, "graves", None)
+    if not graves:
+        return
+    here = [path for path in graves if path.parent == directory]
+    if here:
+        unlink_all(here)
+        graves[:] = [path for path in graves if path.parent != directory]
+
+
 def unlink_all(paths: Iterable[Path]) -> None:
     """Remove each of `paths` that is still there (a sweep may have been first)."""
     for path in paths:
@@ -263,6 +275,15 @@ def install(tmp: Path, path: Path) -> None:
 
 # What `stage` names its temp files: ".<target name>.<8 random characters>.tmp" (tempfile.mkstemp).
 _TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def is_staged_temp(name: str) -> bool:
+    """Whether a file name is one `stage` gives (`.<name>.<8 characters>.tmp`): a write in progress,
+    or the old bytes a group swapped out (`unlinks_deferred`), never a document. Listings of the
+    workspace leave them out: a listing cached while one existed would name a file soon gone."""
+    return name.startswith(".") and name.endswith(".tmp") and _TEMP_NAME.match(name) is not None
+
+
 SWEPT_DIRS = (".airsspec", "openspec", ".specactor")  # where specactor writes inside a workspace
 STALE_AFTER_S = 60.0  # far longer than any write takes between staging and its rename
 

@@ -30,10 +30,12 @@ from specactor.fs.files import (
     fsync_dir,
     fsync_paths,
     install,
+    is_staged_temp,
     missing_parents,
     resolve_inside,
     stage,
     sync_filesystems,
+    unlink_graves_in,
     unlink_quietly,
 )
 from specactor.fs.inotify import Inotify
@@ -127,7 +129,7 @@ class OsFileSystem:
         try:
             with self._files() as files:
                 return [Entry(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False),
-                              e.is_symlink()) for e in files.scandir(rel or ".")]
+                              e.is_symlink()) for e in files.scandir(rel or ".") if not is_staged_temp(e.name)]
         except PathEscape as err:
             raise Unreadable(rel, "ELOOP", f"ELOOP: {err}, scandir '{self.path(rel)}'") from None
         except OSError as err:
@@ -267,6 +269,7 @@ def _redo(project: Path, verified: set[str] | None = None) -> list[Archived]:
             target.unlink(missing_ok=True)
             touched.add(target.parent)
             directory = target.parent
+            unlink_graves_in(directory)  # a spec an earlier archive of the group replaced left its old bytes here
             while (directory != specs and specs in directory.parents and directory.is_dir()
                    and not directory.is_symlink() and not any(directory.iterdir())):
                 directory.rmdir()

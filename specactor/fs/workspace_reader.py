@@ -16,7 +16,7 @@ import stat as stat_mode
 from pathlib import Path
 
 from specactor.fs.confined import Confined
-from specactor.fs.files import PathEscape
+from specactor.fs.files import PathEscape, is_staged_temp
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a spec, a proposal or a plan is kilobytes; past this it is not one
 
@@ -41,6 +41,8 @@ class WorkspaceReader:
             return None
         out = []
         for entry in entries:
+            if is_staged_temp(entry.name):
+                continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if is_dir or entry.is_file(follow_symlinks=False):

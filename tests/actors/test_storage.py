@@ -85,6 +85,25 @@ def test_a_group_leaves_the_files_it_replaced_to_be_unlinked_after_its_answers(r
     assert leftovers(root) == []
 
 
+def test_a_spec_retired_after_an_earlier_archive_of_its_group_replaced_it_leaves_no_folder(root: Path) -> None:
+    # Archive A rewrites specs/x (its old bytes wait as a grave in specs/x/), then B retires x in the
+    # same group: the emptied folder goes, the grave with it.
+    from specactor.fs.openspec_fs import Archive, apply_archives
+
+    atomic_write(root / "openspec" / "specs" / "x" / "spec.md", b"old x")
+    for change in ("a", "b"):
+        atomic_write(root / "openspec" / "changes" / change / "proposal.md", b"# " + change.encode())
+    graves: list[Path] = []
+    with files_module.unlinks_deferred(graves):
+        apply_archives(root, [Archive({"openspec/specs/x/spec.md": b"new x"}, [],
+                                      ("openspec/changes/a", "openspec/changes/archive/2026-11-26-a"))])
+        assert len(graves) == 1 and graves[0].parent == root / "openspec" / "specs" / "x"
+        apply_archives(root, [Archive({}, ["openspec/specs/x/spec.md"],
+                                      ("openspec/changes/b", "openspec/changes/archive/2026-11-26-b"))])
+    assert graves == [] and names(root / "openspec" / "specs") == []
+    assert leftovers(root) == []
+
+
 async def test_the_actor_unlinks_what_a_group_replaced_before_it_serves_the_next(
         storage: StorageActor, root: Path) -> None:
     with trio.fail_after(10):

@@ -165,3 +165,19 @@ def test_a_path_the_change_feed_names_is_read_again_before_any_event_arrives() -
     reads = fs.calls["read"]
     src.forget(["specs/a/spec.md"])
     assert counts(src) == [1, 1] and fs.calls["read"] == reads + 1
+
+
+def test_listings_leave_out_the_temp_files_of_writes_in_progress(tmp_path: Path) -> None:
+    # A staged write, or the old bytes a group commit swapped out (unlinked after its answers), is
+    # named `.<name>.<8 characters>.tmp`: never a document, and gone soon, so never listed (a
+    # cached listing would name it after it went). Other dot-names and .tmp files are listed.
+    from specactor.fs.workspace_reader import WorkspaceReader
+
+    folder = tmp_path / "openspec" / "changes" / "c"
+    folder.mkdir(parents=True)
+    for name in ("tasks.md", ".tasks.md.3f6d0008.tmp", ".notes", "draft.tmp"):
+        (folder / name).write_text("x")
+    listed = sorted(e.name for e in OsFileSystem(tmp_path / "openspec").scandir("changes/c"))
+    assert listed == [".notes", "draft.tmp", "tasks.md"]
+    assert WorkspaceReader(tmp_path, tmp_path).listdir("openspec/changes/c") == [
+        (".notes", False), ("draft.tmp", False), ("tasks.md", False)]
