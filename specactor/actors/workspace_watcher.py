@@ -28,6 +28,7 @@ import trio
 from specactor.actors.change_feed import ChangeFeed, Subscription
 from specactor.concurrency.quiet import gap_between_requests
 from specactor.domain.changes import Change, kind_of
+from specactor.fs.files import is_staged_temp
 from specactor.fs.inotify import Inotify
 from specactor.logsetup import get_logger
 
@@ -63,8 +64,7 @@ def identity(path: str) -> Identity:
 
 def is_temp(rel: str) -> bool:
     """An atomic write's staged file (`.<name>.<tag>.tmp`): never a change of its own."""
-    name = rel.rsplit("/", 1)[-1]
-    return name.startswith(".") and name.endswith(".tmp")
+    return is_staged_temp(rel.rsplit("/", 1)[-1])
 
 
 def walk(root: str, rel: str) -> Iterator[tuple[str, bool]]:

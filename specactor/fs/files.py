@@ -278,10 +278,11 @@ _TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 
 def is_staged_temp(name: str) -> bool:
-    """Whether a file name is one `stage` gives (`.<name>.<8 characters>.tmp`): a write in progress,
-    or the old bytes a group swapped out (`unlinks_deferred`), never a document. Listings of the
-    workspace leave them out: a listing cached while one existed would name a file soon gone."""
-    return name.startswith(".") and name.endswith(".tmp") and _TEMP_NAME.match(name) is not None
+    """Whether a file name is an atomic write's temp file (`stage` gives `.<name>.<8 characters>.tmp`):
+    a write in progress, or the old bytes a group swapped out (`unlinks_deferred`), never a
+    document. The watcher publishes no change for one, and listings of the workspace leave them
+    out: a listing cached while one existed would name a file soon gone."""
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 SWEPT_DIRS = (".airsspec", "openspec", ".specactor")  # where specactor writes inside a workspace
