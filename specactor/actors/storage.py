@@ -49,9 +49,7 @@ from specactor.fs.files import (
     safe_relative,
     stage,
     sweep_stale_temps,
-    unlink_all,
     unlink_quietly,
-    unlinks_deferred,
 )
 from specactor.logsetup import get_logger
 
@@ -328,25 +326,14 @@ class StorageActor:
             for one in group:
                 answered.enter_context(one)
             committed: list[Committed] = []
-            graves: list[Path] = []  # the files our installs swapped out: unlinked after the answers
             try:
                 # Never abandoned on cancel: a commit in progress finishes.
-                results = await trio.to_thread.run_sync(self._run_group_leaving, [one.body for one in group],
-                                                        committed, graves)
+                results = await trio.to_thread.run_sync(self._run_group, [one.body for one in group], committed)
             except Exception as exc:  # the workspace lock could not be had: nothing ran
                 results = [outcome.Error(exc)] * len(group)
             self._publish(committed)  # before the answers: a caller answered finds its write on the feed
             for one, result in zip(group, results, strict=True):
                 one.answer(result)
-        if graves:
-            with trio.CancelScope(shield=True):  # else left to the next sweep
-                await trio.to_thread.run_sync(unlink_all, graves)
-
-    def _run_group_leaving(self, bodies: list[Transact], committed: list[Committed],
-                           graves: list[Path]) -> list[outcome.Outcome[Any]]:
-        """`_run_group`, the files its installs swap out left in `graves` (`unlinks_deferred`)."""
-        with unlinks_deferred(graves):
-            return self._run_group(bodies, committed)
 
     def _publish(self, committed: list[Committed]) -> None:
         if self.feed is None:

@@ -19,7 +19,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -202,45 +202,6 @@ _exchange = _renameat2()
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 
 
-_deferred = threading.local()
-
-
-@contextlib.contextmanager
-def unlinks_deferred(graves: list[Path]) -> Iterator[list[Path]]:
-    """While inside, on this thread, `install` leaves each file it swapped out (the old bytes,
-    now under the temp file's name) in `graves` instead of unlinking it; the caller removes them
-    (`unlink_all`) once its answers are out. Unlinking a file whose blocks are on disk makes ext4
-    free them in its journal: ~0.1 ms, the largest part of the first write to a file this run (a
-    burst of 100 first writes: docs/decisions.md, "Durable writes"). Nothing depends on them: a
-    crash before they go leaves files with temp names, removed by the next writer's sweep or
-    `drop_temps` (their mtime is the old file's)."""
-    before = getattr(_deferred, "graves", None)
-    _deferred.graves = graves
-    try:
-        yield graves
-    finally:
-        _deferred.graves = before
-
-
-def unlink_graves_in(directory: Path) -> None:
-    """Unlink at once the swapped-out files waiting in `directory` (inside `unlinks_deferred`),
-    so a caller about to remove the folder once it is empty finds it so."""
-    graves: list[Path] | None = getattr(_deferred, "graves", None)
-    if not graves:
-        return
-    here = [path for path in graves if path.parent == directory]
-    if here:
-        unlink_all(here)
-        graves[:] = [path for path in graves if path.parent != directory]
-
-
-def unlink_all(paths: Iterable[Path]) -> None:
-    """Remove each of `paths` that is still there (a sweep may have been first)."""
-    for path in paths:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-
-
 def install(tmp: Path, path: Path) -> None:
     """Move the staged `tmp` to `path` atomically: a reader sees the old file or the new one.
 
@@ -248,8 +209,7 @@ def install(tmp: Path, path: Path) -> None:
     old one, now under the temp name, unlinked. A plain rename over a file makes ext4 flush the
     new file's data first (`auto_da_alloc`, ~0.15 ms a file), which the commit's fsync or log
     already makes unnecessary. Elsewhere (no such call, a file system without it, no file yet)
-    it is `os.replace`. Inside `unlinks_deferred` the old file is left for the caller to unlink.
-    """
+    it is `os.replace`."""
     global _exchange
     if _exchange is not None:
         try:
@@ -258,10 +218,6 @@ def install(tmp: Path, path: Path) -> None:
             is_file = False
         if is_file:
             if _exchange(_AT_FDCWD, os.fsencode(tmp), _AT_FDCWD, os.fsencode(path), _RENAME_EXCHANGE) == 0:
-                graves: list[Path] | None = getattr(_deferred, "graves", None)
-                if graves is not None:  # the caller unlinks it once its answers are out
-                    graves.append(tmp)
-                    return
                 with contextlib.suppress(OSError):  # else swept later: it has a temp file's name
                     os.unlink(tmp)
                 return
@@ -279,7 +235,7 @@ _TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 def is_staged_temp(name: str) -> bool:
     """Whether a file name is an atomic write's temp file (`stage` gives `.<name>.<8 characters>.tmp`):
-    a write in progress, or the old bytes a group swapped out (`unlinks_deferred`), never a
+    a write in progress, or the old bytes `install` swapped out and is about to unlink, never a
     document. The watcher publishes no change for one, and listings of the workspace leave them
     out: a listing cached while one existed would name a file soon gone."""
     return name.startswith(".") and name.endswith(".tmp")

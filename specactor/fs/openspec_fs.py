@@ -35,7 +35,6 @@ from specactor.fs.files import (
     resolve_inside,
     stage,
     sync_filesystems,
-    unlink_graves_in,
     unlink_quietly,
 )
 from specactor.fs.inotify import Inotify
@@ -269,7 +268,6 @@ def _redo(project: Path, verified: set[str] | None = None) -> list[Archived]:
             target.unlink(missing_ok=True)
             touched.add(target.parent)
             directory = target.parent
-            unlink_graves_in(directory)  # a spec an earlier archive of the group replaced left its old bytes here
             while (directory != specs and specs in directory.parents and directory.is_dir()
                    and not directory.is_symlink() and not any(directory.iterdir())):
                 directory.rmdir()

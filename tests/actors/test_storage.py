@@ -63,57 +63,6 @@ async def test_a_write_through_the_actor_creates_parents_and_leaves_no_temp_file
     assert storage.commits == 1
 
 
-def test_a_group_leaves_the_files_it_replaced_to_be_unlinked_after_its_answers(root: Path) -> None:
-    for name in ("a.md", "b.md"):
-        atomic_write(root / "specs" / name, b"old " + name.encode())
-    actor = StorageActor(root)
-
-    def replace_both(tx: Tx) -> None:
-        tx.write("specs/a.md", b"new a")
-        tx.write("specs/b.md", b"new b")
-
-    graves: list[Path] = []
-    [result] = actor._run_group_leaving([storage_module.Transact(replace_both)], [], graves)
-    result.unwrap()
-    assert (root / "specs" / "a.md").read_bytes() == b"new a" and (root / "specs" / "b.md").read_bytes() == b"new b"
-    # The old bytes wait under temp names (what a sweep removes), until the caller unlinks them.
-    assert sorted(p.read_bytes() for p in graves) == [b"old a.md", b"old b.md"]
-    assert sorted(leftovers(root)) == sorted(str(p.relative_to(root)) for p in graves)
-    files_module.unlink_all(graves)
-    assert leftovers(root) == [] and names(root / "specs") == ["a.md", "b.md"]
-    atomic_write(root / "specs" / "a.md", b"newer a")  # outside a group: unlinked at once, as before
-    assert leftovers(root) == []
-
-
-def test_a_spec_retired_after_an_earlier_archive_of_its_group_replaced_it_leaves_no_folder(root: Path) -> None:
-    # Archive A rewrites specs/x (its old bytes wait as a grave in specs/x/), then B retires x in the
-    # same group: the emptied folder goes, the grave with it.
-    from specactor.fs.openspec_fs import Archive, apply_archives
-
-    atomic_write(root / "openspec" / "specs" / "x" / "spec.md", b"old x")
-    for change in ("a", "b"):
-        atomic_write(root / "openspec" / "changes" / change / "proposal.md", b"# " + change.encode())
-    graves: list[Path] = []
-    with files_module.unlinks_deferred(graves):
-        apply_archives(root, [Archive({"openspec/specs/x/spec.md": b"new x"}, [],
-                                      ("openspec/changes/a", "openspec/changes/archive/2026-11-26-a"))])
-        assert len(graves) == 1 and graves[0].parent == root / "openspec" / "specs" / "x"
-        apply_archives(root, [Archive({}, ["openspec/specs/x/spec.md"],
-                                      ("openspec/changes/b", "openspec/changes/archive/2026-11-26-b"))])
-    assert graves == [] and names(root / "openspec" / "specs") == []
-    assert leftovers(root) == []
-
-
-async def test_the_actor_unlinks_what_a_group_replaced_before_it_serves_the_next(
-        storage: StorageActor, root: Path) -> None:
-    with trio.fail_after(10):
-        await storage.write("specs/a.md", b"one")
-        await storage.write("specs/a.md", b"two")  # swaps out "one"
-        await storage.write("specs/b.md", b"new")  # served after "one" was unlinked; replaces nothing
-    assert (root / "specs" / "a.md").read_bytes() == b"two"
-    assert leftovers(root) == []
-
-
 def test_an_atomic_write_keeps_the_mode_of_the_file_it_replaces_and_the_umask_for_new_ones(
         tmp_path: Path) -> None:
     script = tmp_path / "run.sh"
@@ -438,8 +387,6 @@ async def test_transactions_queued_behind_a_commit_are_committed_together_each_s
     assert sorted(results) == list(range(1, writes + 1))
     assert (root / "counter").read_bytes() == str(writes).encode()
     assert storage.groups == 2 and storage.commits == writes + 1
-    with trio.fail_after(WAIT):  # the next letter is served once the group's replaced files are unlinked
-        await storage.transact(lambda tx: None)
     assert leftovers(root) == []
 
 
