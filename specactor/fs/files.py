@@ -237,7 +237,8 @@ def is_staged_temp(name: str) -> bool:
     """Whether a file name is an atomic write's temp file (`stage` gives `.<name>.<8 characters>.tmp`):
     a write in progress, or the old bytes `install` swapped out and is about to unlink, never a
     document. The watcher publishes no change for one, and listings of the workspace leave them
-    out: a listing cached while one existed would name a file soon gone."""
+    out: a listing cached while one existed would name a file soon gone. Looser than `_TEMP_NAME`,
+    the sweep's test: the sweep deletes, so it must be sure; hiding a stray `.x.tmp` costs nothing."""
     return name.startswith(".") and name.endswith(".tmp")
 
 
