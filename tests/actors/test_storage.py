@@ -163,6 +163,39 @@ async def test_a_peer_holding_the_lock_too_long_yields_lock_busy_not_a_hang(
     assert not (root / "blocked.txt").exists() and (root / "free.txt").read_bytes() == b"y"
 
 
+async def test_a_write_waiting_on_a_peer_goes_ahead_once_the_peer_lets_go(storage: StorageActor, root: Path) -> None:
+    storage.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(storage.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(storage.write, "waited.txt", b"w")
+                await trio.testing.wait_all_tasks_blocked()
+                assert not (root / "waited.txt").exists()  # it waits for the peer
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    assert (root / "waited.txt").read_bytes() == b"w"
+
+
+async def test_a_waiter_that_gave_up_lets_the_lock_go_when_it_comes(
+        storage: StorageActor, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(storage_module, "LOCK_WAIT", 0.05)
+    storage.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    peer = os.open(storage.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(peer, fcntl.LOCK_EX)
+    with trio.fail_after(10), pytest.raises(LockBusy):
+        await storage.write("blocked.txt", b"x")
+    os.close(peer)  # the abandoned waiter's flock now succeeds: it must let go at once
+    other = os.open(storage.lock_path, os.O_RDWR)
+    try:
+        with trio.fail_after(10):  # a hang here: the waiter kept the lock for nobody
+            await trio.to_thread.run_sync(fcntl.flock, other, fcntl.LOCK_EX, abandon_on_cancel=True)
+    finally:
+        os.close(other)
+
+
 # ---------------------------------------------------------------------- path escapes
 
 ESCAPES = ["/etc/passwd", "../outside.txt", "a/../../outside.txt", "a/..", "..", "a\\b.txt", "a\x00b", ""]
