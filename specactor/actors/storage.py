@@ -615,7 +615,11 @@ class _LockWaiter:
         self.error: OSError | None = None
 
     def wait(self, timeout: float) -> bool:
-        threading.Thread(target=self._block, name="specactor-lock-wait", daemon=True).start()
+        try:
+            threading.Thread(target=self._block, name="specactor-lock-wait", daemon=True).start()
+        except BaseException:  # no thread to be had (RuntimeError): the descriptor is still ours
+            os.close(self.fd)
+            raise
         self.settled.wait(timeout)
         with self.mutex:
             if self.error is not None:
