@@ -601,10 +601,11 @@ class _FileLock:
 class _LockWaiter:
     """A blocking `flock` on a daemon thread of its own, waited for with a timeout.
 
-    `wait` returns True once the lock is held on `fd`. On a timeout it returns False and the
-    descriptor is the waiter's from then on: should the lock still come, the thread lets it go
-    at once and closes the descriptor; if the flock fails, it closes it too. A waiter thus never
-    holds the lock for a caller that has given up, and never leaks the descriptor."""
+    `wait` returns True once the lock is held on `fd`, and raises what the flock raised (the
+    descriptor closed). On a timeout it returns False and the descriptor is the thread's from then
+    on: should the lock still come, the thread lets it go at once; either way it closes the
+    descriptor. A waiter thus never holds the lock for a caller that has given up, and never
+    leaks the descriptor."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -623,27 +624,22 @@ class _LockWaiter:
         self.settled.wait(timeout)
         with self.mutex:
             if self.error is not None:
+                os.close(self.fd)
                 raise self.error
-            if not self.held:
-                self.abandoned = True
+            self.abandoned = not self.held
             return self.held
 
     def _block(self) -> None:
+        error: OSError | None = None
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX)  # in the kernel, without the GIL
         except OSError as err:
-            with self.mutex:
-                if not self.abandoned:
-                    self.error = err
-                    os.close(self.fd)
-                    self.settled.set()
-                    return
-            os.close(self.fd)
-            return
+            error = err
         with self.mutex:
-            if not self.abandoned:
-                self.held = True
+            if not self.abandoned:  # the caller still waits: the outcome, and the descriptor, are its
+                self.error, self.held = error, error is None
                 self.settled.set()
                 return
-        fcntl.flock(self.fd, fcntl.LOCK_UN)  # the caller gave up waiting: let the next one in
+        if error is None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)  # the caller gave up waiting: let the next one in
         os.close(self.fd)

@@ -170,7 +170,8 @@ def test_a_path_the_change_feed_names_is_read_again_before_any_event_arrives() -
 def test_listings_leave_out_the_temp_files_of_writes_in_progress(tmp_path: Path) -> None:
     # A staged write, or the old bytes an install swapped out before it unlinks them, is named
     # `.<name>.<8 characters>.tmp`: never a document, and gone soon, so never listed (a cached
-    # listing would name it after it went). Other dot-names and .tmp files are listed.
+    # listing would name it after it went). The rule hides every dot-name ending in .tmp; other
+    # dot-names and other .tmp files are listed.
     from specactor.fs.workspace_reader import WorkspaceReader
 
     folder = tmp_path / "openspec" / "changes" / "c"
