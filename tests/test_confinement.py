@@ -95,6 +95,27 @@ def test_a_symlink_leaving_the_confining_folder_is_refused_even_inside_the_root(
         files.read("f")
 
 
+def test_a_file_in_a_folder_open_already_is_still_checked_when_it_became_a_symlink(tree: Path) -> None:
+    # A lookup in a folder the walk opened before starts there; a final symlink is resolved as ever.
+    f = tree / "a" / "b" / "f"
+    with Confined(tree) as files, Confined(tree, links=False) as strict:
+        assert files.read("a/b/f") == b"inside" and strict.read("a/b/f") == b"inside"
+        f.unlink()
+        os.symlink("../../rel-out/f", f)
+        with pytest.raises(PathEscape, match="symlink"):
+            files.read("a/b/f")
+        with pytest.raises(PathEscape):
+            files.stat("a/b/f")
+        with pytest.raises(PathEscape, match="is a symlink"):
+            strict.read("a/b/f")
+        f.unlink()
+        (tree / "a" / "g").write_text("moved")
+        os.symlink("../g", f)
+        assert files.read("a/b/f") == b"moved"
+        final = strict.stat("a/b/f", follow=False)
+        assert final is not None and final.st_size == len("../g")
+
+
 def test_missing_files_are_none_and_many_folders_keep_a_bounded_number_open(tree: Path) -> None:
     for i in range(40):
         (tree / "many" / str(i)).mkdir(parents=True)

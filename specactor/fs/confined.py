@@ -54,6 +54,9 @@ class Confined:
         self._prefixes = _prefixes(self.root)
         self._root_fd = -1
         self._dirs: dict[str, int] = {}  # real directories below the root, by path, least recently used first
+        # How `_dirs` spells a folder under the base: a base reached through a symlink is kept under
+        # its real path, so a path under it never finds its folder here and takes the walk.
+        self._prefix = "" if self.base == "." else self.base + "/"
 
     def __enter__(self) -> Confined:
         return self
@@ -136,6 +139,13 @@ class Confined:
         """`last(the directory holding the final component, its name)`, that directory reached
         from the root one `openat` at a time, symlinks refused or resolved on the way."""
         norm = normal_relative(rel)
+        parent, _, final = norm.rpartition("/")
+        fd = self._dirs.pop(self._prefix + parent, None) if parent else None
+        if fd is not None:  # the folder is open already: it was reached by this walk's rules before
+            self._dirs[self._prefix + parent] = fd  # (again) the most recently used
+            found = last(fd, final)
+            if not isinstance(found, _Link):
+                return found  # a final symlink: walked from the root below, to resolve it
         if self._root_fd < 0:
             self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         stack = [*reversed(norm.split("/")), _BASE, *reversed(self.base.split("/"))]
