@@ -14,7 +14,7 @@ from typing import Literal
 
 from specactor.domain.openspec import change as changes
 from specactor.domain.openspec.blocks import parse_delta
-from specactor.domain.openspec.change_rules import Context, validate_change
+from specactor.domain.openspec.change_rules import Context, delta_plan, validate_change
 from specactor.domain.openspec.errors import Blocked
 from specactor.domain.openspec.merge import Built, Counts, MergeError, build_updated_spec, match_line_ending
 from specactor.domain.openspec.metadata import METADATA_FILE, Marker, read_marker
@@ -131,7 +131,8 @@ def plan_archive(src: Source, ctx: Context, change: str, *, today: str, force: b
         for spec_id, path in updates:
             delta = src.text(path) or ""
             current = src.text(join("specs", spec_id, "spec.md"))
-            result = build_updated_spec(spec_id, change, delta, current, f"{ctx.root}/specs/{spec_id}/spec.md")
+            result = build_updated_spec(spec_id, change, delta, current, f"{ctx.root}/specs/{spec_id}/spec.md",
+                                        delta_plan(src, path) if delta else None)  # as the gate parsed it
             built.append(Prepared(spec_id, result, current, _outcome(spec_id, result, current, retire_marker)))
             warnings += result.warnings
     except (MergeError, Unreadable) as err:

@@ -58,32 +58,25 @@ def extract_requirements_section(content: str) -> RequirementsParts:
     """Split a main spec around its `## Requirements` section (`extractRequirementsSection`)."""
     lines = normalize_content(content).split("\n")
     mask = fence_mask(lines)
-    start = next((i for i, line in enumerate(lines) if not mask[i] and _REQUIREMENTS_SECTION.match(line)), -1)
+    # Every pattern here starts with "##": lines that do not are passed over without a regex.
+    heads = [i for i, line in enumerate(lines) if line.startswith("##") and not mask[i]]
+    start = next((i for i in heads if _REQUIREMENTS_SECTION.match(lines[i])), -1)
     if start == -1:
         before = trim_end(content)
         return RequirementsParts(before + "\n\n" if before else "", "## Requirements", "", [], "\n")
-    end = next((i for i in range(start + 1, len(lines)) if not mask[i] and _TOP_LEVEL.match(lines[i])), len(lines))
-    body, body_mask = lines[start + 1:end], mask[start + 1:end]
-
-    def is_req(i: int) -> bool:
-        return not body_mask[i] and REQUIREMENT_HEADER.match(body[i]) is not None
-
-    cursor = 0
-    preamble: list[str] = []
-    while cursor < len(body) and not is_req(cursor):
-        preamble.append(body[cursor])
-        cursor += 1
+    end = next((i for i in heads if i > start and _TOP_LEVEL.match(lines[i])), len(lines))
+    body = lines[start + 1:end]
+    # The body holds no top-level header (`end` is the first): each requirement header opens a
+    # block that runs to the next one.
+    reqs = [i - start - 1 for i in heads if start < i < end and REQUIREMENT_HEADER.match(lines[i])]
+    preamble = body[:reqs[0]] if reqs else body
     blocks = []
-    while cursor < len(body):
-        header = body[cursor]
+    for k, first in enumerate(reqs):
+        header = body[first]
         m = REQUIREMENT_HEADER.match(header)
         assert m is not None
-        cursor += 1
-        buf = [header]
-        while cursor < len(body) and not is_req(cursor) and (body_mask[cursor] or not _TOP_LEVEL.match(body[cursor])):
-            buf.append(body[cursor])
-            cursor += 1
-        blocks.append(Block(header, normalize_name(m.group(1)), trim_end("\n".join(buf))))
+        stop = reqs[k + 1] if k + 1 < len(reqs) else len(body)
+        blocks.append(Block(header, normalize_name(m.group(1)), trim_end("\n".join(body[first:stop]))))
     before = "\n".join(lines[:start])
     after = "\n".join(lines[end:])
     return RequirementsParts(before + "\n" if trim_end(before) else before, lines[start],
@@ -338,17 +331,18 @@ def structure_issues(content: str) -> list[StructureIssue]:
     """`findMainSpecStructureIssues`: delta headers, stray and duplicate requirement headers."""
     lines = normalize_newlines(content).split("\n")
     mask = fence_mask(lines)
-    lines = ["" if mask[i] else line for i, line in enumerate(lines)]
-    start = next((i for i, line in enumerate(lines) if _REQUIREMENTS_SECTION.match(line)), -1)
+    if True in mask:
+        lines = ["" if mask[i] else line for i, line in enumerate(lines)]
+    heads = [i for i, line in enumerate(lines) if line.startswith("##")]  # every line the checks below match
+    start = next((i for i in heads if _REQUIREMENTS_SECTION.match(lines[i])), -1)
     end = len(lines)
     if start != -1:
-        end = next((i for i in range(start + 1, len(lines)) if _TOP_LEVEL.match(lines[i])), len(lines))
+        end = next((i for i in heads if i > start and _TOP_LEVEL.match(lines[i])), len(lines))
     issues = []
     seen: dict[str, int] = {}
-    for i, line in enumerate(lines):
+    for i in heads:
+        line = lines[i]
         stripped = trim(line)
-        if not stripped or not line.startswith("##"):
-            continue
         if _DELTA_HEADER.match(line):
             issues.append(StructureIssue(i + 1, (
                 f'Main spec contains delta header "{stripped}". Delta headers are only valid inside '

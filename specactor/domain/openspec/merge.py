@@ -60,16 +60,17 @@ class Built:
 
 
 def build_updated_spec(spec: str, change: str, delta_content: str, target_content: str | None,
-                       target_path: str = "") -> Built:
+                       target_path: str = "", parsed: DeltaPlan | None = None) -> Built:
     """The rebuilt main spec for capability `spec` (`buildUpdatedSpec`).
 
     `target_content` is None when the main spec does not exist yet; `target_path` is the main
-    spec's absolute path, which one warning quotes.
+    spec's absolute path, which one warning quotes. `parsed` is `parse_delta(delta_content)` when
+    the caller has it already.
 
     Raises:
         MergeError: with the CLI's message, when archive would refuse this delta.
     """
-    plan = parse_delta(delta_content)
+    plan = parse_delta(delta_content) if parsed is None else parsed
     if plan.unpaired:
         first = plan.unpaired[0]
         missing = "TO" if first.side == "FROM" else "FROM"

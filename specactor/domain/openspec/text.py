@@ -126,6 +126,9 @@ _FENCE_CLOSE = rx(r"^\s*(`{3,}|~{3,})\s*$")
 def fence_mask(lines: list[str]) -> list[bool]:
     """True for each line inside a fenced code block, the fence lines included (`buildCodeFenceMask`)."""
     mask = [False] * len(lines)
+    joined = "\n".join(lines)
+    if "```" not in joined and "~~~" not in joined:  # no line can open a fence (the usual case, found in C)
+        return mask
     active: tuple[str, int] | None = None
     for i, line in enumerate(lines):
         if active is None:
