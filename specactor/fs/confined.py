@@ -140,9 +140,10 @@ class Confined:
         from the root one `openat` at a time, symlinks refused or resolved on the way."""
         norm = normal_relative(rel)
         parent, _, final = norm.rpartition("/")
-        fd = self._dirs.pop(self._prefix + parent, None) if parent else None
+        key = self._prefix + parent
+        fd = self._dirs.pop(key, None) if parent else None
         if fd is not None:  # the folder is open already: it was reached by this walk's rules before
-            self._dirs[self._prefix + parent] = fd  # (again) the most recently used
+            self._dirs[key] = fd  # (again) the most recently used
             found = last(fd, final)
             if not isinstance(found, _Link):
                 return found  # a final symlink: walked from the root below, to resolve it

@@ -331,9 +331,7 @@ def structure_issues(content: str) -> list[StructureIssue]:
     """`findMainSpecStructureIssues`: delta headers, stray and duplicate requirement headers."""
     lines = normalize_newlines(content).split("\n")
     mask = fence_mask(lines)
-    if True in mask:
-        lines = ["" if mask[i] else line for i, line in enumerate(lines)]
-    heads = [i for i, line in enumerate(lines) if line.startswith("##")]  # every line the checks below match
+    heads = [i for i, line in enumerate(lines) if line.startswith("##") and not mask[i]]  # all the checks can match
     start = next((i for i in heads if _REQUIREMENTS_SECTION.match(lines[i])), -1)
     end = len(lines)
     if start != -1:
