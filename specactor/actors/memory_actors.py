@@ -1,6 +1,7 @@
-"""The memory toolset's four actors as one handle: the store, the embeddings client, the knowledge
-reader and the knowledge sync. The app builds it (no I/O) and puts it on `Services.memory`; the
-toolset starts each actor on first use, under the app's supervisor.
+"""The memory toolset's five actors as one handle: the store, the embeddings client, the searcher
+(which serves `memory_search` in batches over those two), the knowledge reader and the knowledge
+sync. The app builds it (no I/O) and puts it on `Services.memory`; the toolset starts each actor on
+first use, under the app's supervisor.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from specactor.actors.change_feed import ChangeFeed
 from specactor.actors.embeddings import EmbeddingsClient
 from specactor.actors.knowledge_reader import KnowledgeReader
 from specactor.actors.knowledge_sync import KnowledgeSync
+from specactor.actors.memory_searcher import MemorySearcher
 from specactor.actors.memory_store import MemoryStoreActor
 from specactor.actors.supervisor import ChildSpec, Supervisor
 from specactor.config import Config
@@ -37,6 +39,7 @@ class MemoryActors:
                  feed: ChangeFeed | None = None, workspace: str = "", embed_pointers: bool = True) -> None:
         self.store = MemoryStoreActor(db_path)
         self.embeddings = EmbeddingsClient(embeddings) if embeddings is not None else None
+        self.searcher = MemorySearcher(self.store, self.embeddings)
         self.reader = KnowledgeReader(knowledge_root)
         self.sync = KnowledgeSync(self.reader, self.store, feed=feed, workspace=workspace,
                                   embeddings=self.embeddings if embed_pointers else None)
@@ -44,7 +47,8 @@ class MemoryActors:
     @property
     def specs(self) -> list[ChildSpec]:
         """Every actor's, in the order they depend on each other."""
-        return [a.spec for a in (self.store, self.embeddings, self.reader, self.sync) if a is not None]
+        return [a.spec for a in (self.store, self.embeddings, self.searcher, self.reader, self.sync)
+                if a is not None]
 
     @staticmethod
     async def up(supervisor: Supervisor, *specs: ChildSpec) -> None:

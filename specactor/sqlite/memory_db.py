@@ -5,10 +5,12 @@ function takes the connection it works on.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,7 +23,7 @@ from specactor.domain.knowledge.sync import SyncApply, SyncRecord
 from specactor.domain.memory import embeddings as emb
 from specactor.domain.memory import scoring
 from specactor.domain.memory.api import MemoryEntry, MemorySearchOut, SearchHit
-from specactor.domain.memory.layers import PRECEDENCE, Identifiers, scope_key
+from specactor.domain.memory.layers import PRECEDENCE, Identifiers, Layer, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
 from specactor.domain.memory.schema import SCOPE_SHIFT, pending
 from specactor.sqlite.vector_cache import VectorCache, bump_changed
@@ -155,31 +157,45 @@ def _tag_filter(tags: Sequence[str]) -> tuple[str, list[Any]]:
             f"HAVING count(*) = ?)", [*tags, len(tags)])
 
 
-def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | None = None) -> MemorySearchOut:
-    """The memories of `spec.scopes` scoring at least `spec.threshold`, by layer precedence then score.
+@dataclass(frozen=True)
+class ScopePass:
+    """One scope's lexical finds: its id, `next_seq` and rowid range, and each find's lexical score."""
 
-    With `vectors` (the store's cache) and numpy installed, a scope's cosines come from one matrix-vector
-    product (`domain/memory/vectors.py`); otherwise each stored vector is scored in Python. Both
-    answer the same memories, in the same order, with the same scores (to ~1e-15).
-    """
-    lexical_only = spec.mode == "lexical"
+    layer: Layer
+    scope: int
+    next_seq: int
+    lo: int
+    hi: int
+    lexical: dict[int, float]
+
+
+@dataclass(frozen=True)
+class LexicalPass:
+    """What a search needs of the database before its query's vector: the lexical pass over each scope,
+    and the `generation` it saw (schema migration 2), so that a `finish` in a later read transaction
+    knows whether it sees the same rows."""
+
+    generation: int
+    scopes: list[ScopePass]
+
+
+def generation(conn: sqlite3.Connection) -> int:
+    """The count of changes to the memories and their tags (triggers, in each change's transaction)."""
+    row = conn.execute("SELECT value FROM counters WHERE name = 'generation'").fetchone()
+    return int(row[0]) if row else -1
+
+
+def lexical_pass(conn: sqlite3.Connection, spec: SearchSpec) -> LexicalPass:
+    """The first half of `search`, which needs no query vector: each scope's row and lexical finds."""
     words = scoring.query_words(spec.query) if spec.mode != "semantic" else []
     rows = conn.execute("SELECT value FROM counters WHERE name = 'fts_rows'").fetchone()[0] if words else 0
     hits = [conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
                          (scoring.phrase(w),)).fetchone()[0] for w in words]
     live = scoring.words_to_match(words, hits, rows, spec.threshold)
     ideal = scoring.ideal_score(rows, hits)
-    tags = sorted(set(spec.tags))
-    tag_sql, tag_args = _tag_filter(tags)
-    need = scoring.lexical_needed(spec.mode, spec.threshold)
-    cut = scoring.bm25_cut(need, ideal) * (1 - 1e-9)
-    # Hybrid at a threshold above 0.5: a memory the lexical pass did not find cannot reach it, so only
-    # the lexical pass's finds are scored by cosine (the same results, without a scan of every vector).
-    pruned = spec.mode == "hybrid" and need > 0.0
-    found: list[tuple[int, float, int]] = []
-    total = 0
-    # Stored vectors are unit length (emb.pack), so with the query's scaled once each cosine is a dot product.
-    query = scoring.unit(spec.query_vector) if spec.query_vector is not None and not lexical_only else None
+    tag_sql, tag_args = _tag_filter(sorted(set(spec.tags)))
+    cut = scoring.bm25_cut(scoring.lexical_needed(spec.mode, spec.threshold), ideal) * (1 - 1e-9)
+    passes: list[ScopePass] = []
     for layer, key in spec.scopes:
         row = conn.execute("SELECT id, next_seq FROM scopes WHERE layer = ? AND key = ?", (layer, key)).fetchone()
         if row is None:
@@ -193,7 +209,42 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
                     f"AND ? AND bm25(memory_fts) <= ?{tag_sql}", (scoring.match_expression(live), lo, hi, -cut,
                                                                    *tag_args)):
                 lexical[rowid] = scoring.lexical_score(bm25, ideal)
-        matrix = (vectors.matrix(conn, scope, next_seq, len(query))
+        passes.append(ScopePass(layer, scope, next_seq, lo, hi, lexical))
+    return LexicalPass(generation(conn), passes)
+
+
+def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | None = None) -> MemorySearchOut:
+    """The memories of `spec.scopes` scoring at least `spec.threshold`, by layer precedence then score.
+
+    With `vectors` (the store's cache) and numpy installed, a scope's cosines come from one matrix-vector
+    product (`domain/memory/vectors.py`); otherwise each stored vector is scored in Python. Both
+    answer the same memories, in the same order, with the same scores (to ~1e-15).
+    """
+    return finish(conn, spec, lexical_pass(conn, spec), vectors)
+
+
+def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
+           vectors: VectorCache | None = None) -> MemorySearchOut:
+    """The second half of `search`: the cosines, the fusion and the answer, on `lex`, the lexical pass.
+
+    `lex` may come from an earlier read transaction (its lexical pass ran while the query's vector was
+    being fetched): when the memories changed since (`generation`), the whole search runs again here.
+    """
+    if lex.generation != generation(conn):
+        lex = lexical_pass(conn, spec)
+    lexical_only = spec.mode == "lexical"
+    tags = sorted(set(spec.tags))
+    need = scoring.lexical_needed(spec.mode, spec.threshold)
+    # Hybrid at a threshold above 0.5: a memory the lexical pass did not find cannot reach it, so only
+    # the lexical pass's finds are scored by cosine (the same results, without a scan of every vector).
+    pruned = spec.mode == "hybrid" and need > 0.0
+    found: list[tuple[int, float, int]] = []
+    total = 0
+    # Stored vectors are unit length (emb.pack), so with the query's scaled once each cosine is a dot product.
+    query = scoring.unit(spec.query_vector) if spec.query_vector is not None and not lexical_only else None
+    for part in lex.scopes:
+        layer, lexical, lo, hi = part.layer, part.lexical, part.lo, part.hi
+        matrix = (vectors.matrix(conn, part.scope, part.next_seq, len(query))
                   if vectors is not None and query and (lexical or not pruned) else None)
         if matrix is not None and query is not None and not pruned:
             count, best = scan(conn, spec, matrix, query, lexical, tags, lo, hi)
@@ -204,6 +255,7 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
         if matrix is not None and query is not None:  # pruned: the cosines of the lexical pass's finds only
             semantic = cosines(matrix, query, lexical)
         elif query is not None and (lexical or not pruned):
+            tag_sql, tag_args = _tag_filter(tags)
             where, args = (("rowid IN (SELECT value FROM json_each(?))", [_json(sorted(lexical))]) if pruned
                            else (f"rowid BETWEEN ? AND ?{tag_sql}", [lo, hi, *tag_args]))
             for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM memories WHERE {where} AND "
@@ -226,6 +278,32 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
                          tags=msgspec.json.decode(by_row[-r][4])) for _, s, r in found[:spec.limit]]
     return MemorySearchOut(results=results, total_count=total,
                            searched_layers=list(dict.fromkeys(layer for layer, _ in spec.scopes)))
+
+
+def lexical_passes(conn: sqlite3.Connection, specs: Sequence[SearchSpec]) -> list[outcome.Outcome[LexicalPass]]:
+    """`lexical_pass` of each of `specs`, in the caller's read transaction (`MemoryStoreActor.read`); each its
+    own outcome."""
+    return _each(conn, [functools.partial(lexical_pass, spec=spec) for spec in specs])
+
+
+def finishes(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalPass | None]],
+             vectors: VectorCache | None = None) -> list[outcome.Outcome[MemorySearchOut]]:
+    """Each search of `work` (`finish` on its lexical pass, or the whole `search` without one), in the caller's
+    read transaction; each its own outcome."""
+    fns: list[Callable[[sqlite3.Connection], MemorySearchOut]] = [
+        functools.partial(finish, spec=spec, lex=lex, vectors=vectors) if lex is not None
+        else functools.partial(search, spec=spec, vectors=vectors) for spec, lex in work]
+    return _each(conn, fns)
+
+
+def _each(conn: sqlite3.Connection, fns: Sequence[Callable[[sqlite3.Connection], T]]) -> list[outcome.Outcome[T]]:
+    out: list[outcome.Outcome[T]] = []
+    for fn in fns:
+        try:
+            out.append(outcome.Value(fn(conn)))
+        except Exception as exc:  # one search's failure spoils no other's
+            out.append(outcome.Error(exc))
+    return out
 
 
 # ---------------------------------------------------------------------- sync state (worker threads only)

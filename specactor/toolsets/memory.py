@@ -40,7 +40,7 @@ from specactor.domain.memory.scoring import Mode
 from specactor.protocol.context import RequestContext
 from specactor.protocol.errors import NotFound, ProviderError, ToolError
 from specactor.protocol.registry import Registry
-from specactor.sqlite.memory_db import delete_memory, insert_memory, load_sync, search
+from specactor.sqlite.memory_db import delete_memory, insert_memory, load_sync
 
 if TYPE_CHECKING:
     from specactor.concurrency.tasks import Task
@@ -111,6 +111,10 @@ def register(registry: Registry, services: Services) -> None:
     actors = services.memory
     store, reader, sync = actors.store, actors.reader, actors.sync
     embedder = actors.embeddings if settings.mode != "lexical" else None
+    searcher = actors.searcher
+    # What a search needs running: the store, the embeddings client when the mode asks for vectors, and
+    # the searcher over them.
+    searching = [a.spec for a in (store, embedder, searcher) if a is not None]
 
     async def up(*specs: ChildSpec) -> None:
         await actors.up(services.supervisor, *specs)
@@ -152,10 +156,9 @@ def register(registry: Registry, services: Services) -> None:
             scopes = [(layer, scope_key(layer, ids)) for layer in layers]
         except MissingIdentifier as err:
             raise _missing(err) from None
-        spec = SearchSpec(args.query, scopes, args.limit, args.threshold, args.tags, settings.mode,
-                          await vector(args.query))
-        await up(store.spec)
-        return await store.read(lambda conn: search(conn, spec, store.vectors))
+        await up(*searching)
+        return await searcher.search(SearchSpec(args.query, scopes, args.limit, args.threshold, args.tags,
+                                                settings.mode))
 
     @registry.tool("memory_delete", description="Forget a memory by its memoryId.", input=m.MemoryDeleteIn,
                    output=m.MemoryDeleteOut, toolset=TOOLSET)

@@ -62,6 +62,27 @@ CREATE TABLE knowledge_items (
     entry TEXT NOT NULL
 );
 """),
+    # Every change to the rows a search reads moves `generation` on, in the change's own transaction:
+    # a search run as two read transactions (`memory_db.lexical_pass`, then `finish` once the query's
+    # vector is back) knows whether the second saw the first's data, and redoes the search if not.
+    (2, """
+INSERT INTO counters VALUES ('generation', 0);
+CREATE TRIGGER memories_inserted AFTER INSERT ON memories BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'generation';
+END;
+CREATE TRIGGER memories_updated AFTER UPDATE ON memories BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'generation';
+END;
+CREATE TRIGGER memories_deleted AFTER DELETE ON memories BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'generation';
+END;
+CREATE TRIGGER memory_tags_inserted AFTER INSERT ON memory_tags BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'generation';
+END;
+CREATE TRIGGER memory_tags_deleted AFTER DELETE ON memory_tags BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'generation';
+END;
+"""),
 )
 
 LATEST: Final = MIGRATIONS[-1][0]

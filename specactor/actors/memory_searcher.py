@@ -1,0 +1,177 @@
+"""The memory searcher: every `memory_search` goes through it, so that a burst of searches is served
+as one batch instead of as many calls to two actors.
+
+It takes the searches queued when it looks (a burst's, queued in one scheduler tick), up to BATCH,
+and serves them together:
+
+- the queries that need a vector (hybrid and semantic modes, with an embeddings endpoint) go out in
+  one request (`EmbeddingsClient.embed`, once for the batch);
+- meanwhile, in hybrid mode, the lexical passes (`memory_db.lexical_pass`, which need no vector) run
+  on the store's readers, so that the FTS work is done while the endpoint is being waited for;
+- once the vectors are back, the rest of each search (`memory_db.finish`: the cosines, the fusion,
+  the rows) runs; a finish that sees other data than its lexical pass saw (`generation`) searches
+  again in its own read transaction, so each answer is as of one snapshot;
+- each trip to the store carries up to CHUNK searches, one read transaction for all of them, so
+  both readers work and the answers go out chunk by chunk.
+
+A failed embeddings request fails each search that needed its vector with that request's error
+(RATE_LIMITED, PROVIDER_ERROR: the tool layer's retries resend the search); a search that fails in
+the store fails alone. Why a batch: docs/decisions.md ("memory_search as a batch").
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import outcome
+import trio
+
+from specactor.actors.embeddings import EMBED_BATCH, EmbeddingsClient
+from specactor.actors.mailbox import Letter, Mailbox
+from specactor.actors.memory_store import CALL_TIMEOUT, READ_BATCH, MemoryStoreActor
+from specactor.actors.supervisor import ChildSpec
+from specactor.domain.memory.api import MemorySearchOut
+from specactor.domain.memory.records import SearchSpec
+from specactor.sqlite.memory_db import LexicalPass, finishes, lexical_passes
+
+# One letter per search waiting for its answer: a burst of 100 concurrent searches queues without
+# blocking its senders, as the store's and the embeddings client's mailboxes do.
+QUEUE = 256
+# Searches served together: one embeddings request carries at most EMBED_BATCH texts.
+BATCH = EMBED_BATCH
+# Searches per trip to the store: the store's own batch size, so a chunk is answered as soon as one
+# reader has run it, while the other reader runs the next.
+CHUNK = READ_BATCH
+
+
+@dataclass(frozen=True)
+class Search:
+    spec: SearchSpec  # without its query vector: the searcher fetches it when `spec.mode` needs one
+
+
+class _Vectors:
+    """The batch's embeddings request, once it is answered: the vectors, or the error."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.vectors: list[list[float]] = []
+        self.error: Exception | None = None
+
+
+class MemorySearcher:
+    """Args:
+        store: the memory store, whose readers run the searches.
+        embeddings: the embeddings client, or None (lexical mode: no search needs a vector).
+    """
+
+    def __init__(self, store: MemoryStoreActor, embeddings: EmbeddingsClient | None) -> None:
+        self.store = store
+        self.embeddings = embeddings
+        self.mailbox: Mailbox[Search] = Mailbox("memory-searcher", QUEUE)
+        # A search waits for the embeddings request and two trips to the store, each bounded already.
+        self.call_timeout = 2 * CALL_TIMEOUT + (embeddings.call_timeout if embeddings is not None else 0.0)
+        # Permanent: it holds nothing but the batches in flight, whose callers learn of a crash at once.
+        self.spec = ChildSpec("memory-searcher", self.run, restart="permanent")
+
+    async def search(self, spec: SearchSpec) -> MemorySearchOut:
+        """`memory_db.search` of `spec`, its query embedded first when its mode needs a vector.
+
+        Raises:
+            RateLimited, ProviderError, ToolError: the embeddings request failed. ToolError: INTERNAL,
+                the database cannot be opened. ActorError: an actor crashed or did not answer in time.
+        """
+        found: MemorySearchOut = await self.mailbox.call(Search(spec), self.call_timeout)
+        return found
+
+    def _needs_vector(self, spec: SearchSpec) -> bool:
+        return self.embeddings is not None and spec.mode != "lexical"
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the queued searches in batches until cancelled."""
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            async for first in self.mailbox:
+                batch = [first]
+                while len(batch) < BATCH:
+                    try:
+                        batch.append(self.mailbox.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                with contextlib.ExitStack() as held:  # a crash here tells the batch at once
+                    for letter in batch:
+                        held.enter_context(letter)
+                        if not isinstance(letter.body, Search):  # a sender's bug: crash, be restarted
+                            raise TypeError(f"the memory searcher got a message it does not know: {letter.body!r}")
+                    nursery.start_soon(self._serve, batch)
+                    held.pop_all()  # the batch's task answers them now
+
+    async def _serve(self, batch: list[Letter[Search]]) -> None:
+        with contextlib.ExitStack() as held:
+            for letter in batch:
+                held.enter_context(letter)
+            wanting = [letter.body.spec.query for letter in batch if self._needs_vector(letter.body.spec)]
+            vectors = _Vectors()
+            async with trio.open_nursery() as nursery:
+                if wanting:
+                    nursery.start_soon(self._embed, wanting, vectors)
+                else:
+                    vectors.done.set()
+                at = 0  # where each chunk's vectors start among `wanting`'s
+                for start in range(0, len(batch), CHUNK):
+                    chunk = batch[start:start + CHUNK]
+                    nursery.start_soon(self._chunk, chunk, at, vectors)
+                    at += sum(self._needs_vector(letter.body.spec) for letter in chunk)
+
+    async def _embed(self, texts: list[str], vectors: _Vectors) -> None:
+        assert self.embeddings is not None
+        try:
+            vectors.vectors = await self.embeddings.embed(texts)
+        except Exception as exc:  # the same error for every search that needed a vector
+            vectors.error = exc
+        vectors.done.set()
+
+    async def _chunk(self, chunk: Sequence[Letter[Search]], at: int, vectors: _Vectors) -> None:
+        specs = [letter.body.spec for letter in chunk]
+        passes: list[outcome.Outcome[LexicalPass] | None] = [None] * len(chunk)
+        early = [i for i, spec in enumerate(specs) if spec.mode == "hybrid" and self._needs_vector(spec)]
+        if early and not vectors.done.is_set():  # the FTS work, while the endpoint is waited for
+            try:
+                got = await self.store.read(lambda conn: lexical_passes(conn, [specs[i] for i in early]))
+            except Exception as exc:  # the store cannot serve: the chunk's searches learn why
+                _fail(chunk, exc)
+                return
+            for i, one in zip(early, got, strict=True):
+                passes[i] = one
+        await vectors.done.wait()
+        work: list[tuple[SearchSpec, LexicalPass | None]] = []
+        asked: list[Letter[Search]] = []
+        for i, (letter, spec) in enumerate(zip(chunk, specs, strict=True)):
+            if self._needs_vector(spec):
+                if vectors.error is not None:
+                    letter.fail(vectors.error)
+                    continue
+                spec = replace(spec, query_vector=vectors.vectors[at])
+                at += 1
+            lexical = passes[i]
+            if isinstance(lexical, outcome.Error):
+                letter.fail(lexical.error)
+                continue
+            work.append((spec, lexical.unwrap() if lexical is not None else None))
+            asked.append(letter)
+        if not work:
+            return
+        store = self.store
+        try:
+            results = await store.read(lambda conn: finishes(conn, work, store.vectors))
+        except Exception as exc:
+            _fail(asked, exc)
+            return
+        for letter, result in zip(asked, results, strict=True):
+            letter.answer(result)
+
+
+def _fail(letters: Sequence[Letter[Search]], error: BaseException) -> None:
+    for letter in letters:
+        letter.fail(error)
