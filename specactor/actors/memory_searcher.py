@@ -138,7 +138,8 @@ class MemorySearcher:
         early = [i for i, spec in enumerate(specs) if spec.mode == "hybrid" and self._needs_vector(spec)]
         if early and not vectors.done.is_set():  # the FTS work, while the endpoint is waited for
             try:
-                got = await self.store.read(lambda conn: lexical_passes(conn, [specs[i] for i in early]))
+                got = await self.store.read(lambda conn: lexical_passes(conn, [specs[i] for i in early]),
+                                            weight=1)
             except Exception as exc:  # the store cannot serve: the chunk's searches learn why
                 _fail(chunk, exc)
                 return
@@ -164,7 +165,7 @@ class MemorySearcher:
             return
         store = self.store
         try:
-            results = await store.read(lambda conn: finishes(conn, work, store.vectors))
+            results = await store.read(lambda conn: finishes(conn, work, store.vectors), weight=1)
         except Exception as exc:
             _fail(asked, exc)
             return

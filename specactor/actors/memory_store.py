@@ -54,6 +54,9 @@ class Write:
 @dataclass(frozen=True)
 class Read:
     fn: Callable[[sqlite3.Connection], Any]
+    # How many reads `fn` stands for (the memory searcher's chunk of searches): a reader's trip takes up to
+    # READ_BATCH of them, so that a burst's chunks spread over both readers instead of riding one trip.
+    weight: int = 1
 
 
 class MemoryStoreActor:
@@ -75,14 +78,17 @@ class MemoryStoreActor:
         # cannot fail, since opening the database is not part of starting.
         self.spec = ChildSpec("memory-store", self.run, restart="permanent")
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def read(self, fn: Callable[[sqlite3.Connection], T], *, weight: int = 1) -> T:
         """Run `fn` in a read transaction (one consistent snapshot) on a reader connection.
+
+        Args:
+            weight: how many reads `fn` makes (`Read.weight`).
 
         Raises:
             ToolError: INTERNAL, the database cannot be opened. ActorError: the store crashed or
                 did not answer in time. Exception: whatever `fn` raised.
         """
-        result: T = await self.mailbox.call(Read(fn), CALL_TIMEOUT)
+        result: T = await self.mailbox.call(Read(fn, weight), CALL_TIMEOUT)
         return result
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -167,27 +173,51 @@ class MemoryStoreActor:
     async def _batches(self, conn: sqlite3.Connection, inbox: trio.MemoryReceiveChannel[Letter[Read | Write]],
                        limit: int, run: Callable[[sqlite3.Connection, list[Callable[[sqlite3.Connection], Any]]],
                                                  list[outcome.Outcome[Any]]]) -> None:
-        """Serve `inbox` on `conn`: each trip to a worker thread takes what is queued (up to `limit`)
-        and `run`s it there; each letter gets its own outcome."""
-        async for first in inbox:
-            batch = [first]
-            while len(batch) < limit:
-                try:
-                    batch.append(inbox.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            with contextlib.ExitStack() as held:  # a crash mid-batch tells every caller of the batch at once
-                for letter in batch:
-                    held.enter_context(letter)
-                results = await trio.to_thread.run_sync(run, conn, [ltr.body.fn for ltr in batch])
-                for letter, result in zip(batch, results, strict=True):
-                    letter.answer(result)
+        """Serve `inbox` on `conn`: each trip to a worker thread takes what is queued, up to `limit` reads
+        (`Read.weight` each), and `run`s it there; each letter gets its own outcome. A letter taken that
+        would pass the limit opens the next trip."""
+        carried: Letter[Read | Write] | None = None
+        try:
+            while True:
+                if carried is not None:
+                    first, carried = carried, None
+                else:
+                    try:
+                        first = await inbox.receive()
+                    except trio.EndOfChannel:
+                        return
+                batch = [first]
+                weight = _weight(first)
+                while weight < limit:
+                    try:
+                        letter = inbox.receive_nowait()
+                    except trio.WouldBlock:
+                        break
+                    if weight + _weight(letter) > limit:
+                        carried = letter
+                        break
+                    batch.append(letter)
+                    weight += _weight(letter)
+                with contextlib.ExitStack() as held:  # a crash mid-batch tells every caller of the batch at once
+                    for letter in batch:
+                        held.enter_context(letter)
+                    results = await trio.to_thread.run_sync(run, conn, [ltr.body.fn for ltr in batch])
+                    for letter, result in zip(batch, results, strict=True):
+                        letter.answer(result)
+        finally:
+            if carried is not None:
+                with carried:
+                    pass  # closing its reply channel tells its caller at once (ActorCrashed)
 
     def _group_commit(self, conn: sqlite3.Connection,
                       fns: list[Callable[[sqlite3.Connection], Any]]) -> list[outcome.Outcome[Any]]:
         results: list[outcome.Outcome[Any]] = group_commit(conn, fns)
         self.commits += 1  # on the worker thread, once committed (read by tests and metrics)
         return results
+
+
+def _weight(letter: Letter[Read | Write]) -> int:
+    return letter.body.weight if isinstance(letter.body, Read) else 1
 
 
 def _abandon(inbox: trio.MemoryReceiveChannel[Letter[Read | Write]]) -> None:

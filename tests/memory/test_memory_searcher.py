@@ -13,13 +13,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import outcome
 import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.peers.embeddings import embed
+from specactor.actors.mailbox import Letter
 from specactor.actors.memory_actors import MemoryActors
+from specactor.actors.memory_store import READ_BATCH, MemoryStoreActor, Read, Write
 from specactor.domain.memory.api import MemorySearchOut
 from specactor.domain.memory.embeddings import pack
 from specactor.domain.memory.layers import Identifiers, scope_key
@@ -192,3 +195,22 @@ async def test_a_search_whose_database_cannot_be_opened_is_told_why_and_the_sear
             got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "hybrid") for q in QUERIES[:3]])
             assert all(isinstance(e, ToolError) and e.code == "INTERNAL" and "memory.db" in str(e) for e in got)
         nursery.cancel_scope.cancel()
+
+
+
+async def test_a_readers_trip_takes_up_to_sixteen_reads_counting_each_letters_weight(tmp_path: Path) -> None:
+    store = MemoryStoreActor(tmp_path / "memory.db")
+    send, receive = trio.open_memory_channel[Letter[Read | Write]](64)
+    trips: list[list[int]] = []
+
+    def run(conn: Any, fns: list[Any]) -> list[Any]:
+        trips.append([fn() for fn in fns])
+        return [outcome.Value(None)] * len(fns)
+
+    weights = [READ_BATCH, 4, READ_BATCH, *[1] * 20, 8, 8, 8]
+    for weight in weights:
+        send.send_nowait(Letter(Read(functools.partial(int, weight), weight)))
+    send.close()
+    with trio.fail_after(30):
+        await store._batches(None, receive, READ_BATCH, run)  # type: ignore[arg-type]
+    assert trips == [[16], [4], [16], [1] * 16, [1] * 4 + [8], [8, 8]]
