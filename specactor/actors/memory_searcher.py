@@ -139,7 +139,7 @@ class MemorySearcher:
         if early and not vectors.done.is_set():  # the FTS work, while the endpoint is waited for
             try:
                 got = await self.store.read(lambda conn: lexical_passes(conn, [specs[i] for i in early]),
-                                            weight=1)
+                                            weight=len(early))
             except Exception as exc:  # the store cannot serve: the chunk's searches learn why
                 _fail(chunk, exc)
                 return
@@ -165,7 +165,7 @@ class MemorySearcher:
             return
         store = self.store
         try:
-            results = await store.read(lambda conn: finishes(conn, work, store.vectors), weight=1)
+            results = await store.read(lambda conn: finishes(conn, work, store.vectors), weight=len(work))
         except Exception as exc:
             _fail(asked, exc)
             return

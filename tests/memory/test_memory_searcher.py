@@ -214,3 +214,20 @@ async def test_a_readers_trip_takes_up_to_sixteen_reads_counting_each_letters_we
     with trio.fail_after(30):
         await store._batches(None, receive, READ_BATCH, run)  # type: ignore[arg-type]
     assert trips == [[16], [4], [16], [1] * 16, [1] * 4 + [8], [8, 8]]
+
+
+async def test_each_trip_the_searcher_asks_of_the_store_counts_as_the_searches_it_carries(
+        tmp_path: Path, endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    async with trio.open_nursery() as nursery:
+        actors = await searcher_with(tmp_path, nursery, endpoint.url, MEMORIES)
+        weights: list[int] = []
+        read = actors.store.read
+
+        async def recorded(fn: Any, *, weight: int = 1) -> Any:
+            weights.append(weight)
+            return await read(fn, weight=weight)
+
+        monkeypatch.setattr(actors.store, "read", recorded)
+        await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "lexical") for q in QUERIES * 5])
+        assert sorted(weights) == [8, 16, 16]  # 40 searches: one finish trip per chunk
+        nursery.cancel_scope.cancel()
