@@ -119,10 +119,14 @@ class MemorySearcher:
                 else:
                     vectors.done.set()
                 at = 0  # where each chunk's vectors start among `wanting`'s
-                for start in range(0, len(batch), CHUNK):
-                    chunk = batch[start:start + CHUNK]
-                    nursery.start_soon(self._chunk, chunk, at, vectors)
-                    at += sum(self._needs_vector(letter.body.spec) for letter in chunk)
+                async with trio.open_nursery() as chunks:
+                    for start in range(0, len(batch), CHUNK):
+                        chunk = batch[start:start + CHUNK]
+                        chunks.start_soon(self._chunk, chunk, at, vectors)
+                        at += sum(self._needs_vector(letter.body.spec) for letter in chunk)
+                # Every search is answered: one still waiting for the vectors failed in the store already,
+                # so a request still out is wanted by nobody.
+                nursery.cancel_scope.cancel()
 
     async def _embed(self, texts: list[str], vectors: _Vectors) -> None:
         assert self.embeddings is not None
