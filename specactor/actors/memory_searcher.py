@@ -142,7 +142,8 @@ class MemorySearcher:
         early = [i for i, spec in enumerate(specs) if spec.mode == "hybrid" and self._needs_vector(spec)]
         if early and not vectors.done.is_set():  # the FTS work, while the endpoint is waited for
             try:
-                got = await self.store.read(lambda conn: lexical_passes(conn, [specs[i] for i in early]),
+                lexicon = self.store.lexicon
+                got = await self.store.read(lambda conn: lexical_passes(conn, [specs[i] for i in early], lexicon),
                                             weight=len(early))
             except Exception as exc:  # the store cannot serve: the chunk's searches learn why
                 _fail(chunk, exc)
@@ -169,7 +170,8 @@ class MemorySearcher:
             return
         store = self.store
         try:
-            results = await store.read(lambda conn: finishes(conn, work, store.vectors), weight=len(work))
+            results = await store.read(lambda conn: finishes(conn, work, store.vectors, store.lexicon),
+                                       weight=len(work))
         except Exception as exc:
             _fail(asked, exc)
             return

@@ -27,6 +27,7 @@ from specactor.actors.mailbox import Letter, Mailbox, post
 from specactor.actors.supervisor import ChildSpec
 from specactor.logsetup import get_logger
 from specactor.protocol.errors import ToolError
+from specactor.sqlite.lexicon import Lexicon
 from specactor.sqlite.memory_db import close_all, connect, group_commit, read_each
 from specactor.sqlite.vector_cache import VectorCache
 
@@ -73,6 +74,8 @@ class MemoryStoreActor:
         # The scopes' vectors as numpy matrices, for the searches run on the readers (`memory_db.search`);
         # each search checks them against its snapshot, so a restart or another process loses nothing.
         self.vectors = VectorCache()
+        # The counts the searches' lexical passes read besides their matches, per generation (`sqlite/lexicon.py`).
+        self.lexicon = Lexicon()
         # Permanent: it serves as long as the app runs. A restart loses nothing (a write is
         # answered only once committed; letters still queued wait for the next instance) and
         # cannot fail, since opening the database is not part of starting.
@@ -161,6 +164,7 @@ class MemoryStoreActor:
         """On a worker thread: the writer (which migrates), then the readers; none left open on failure."""
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.vectors.clear()  # the file may be another than the one the matrices came from
+        self.lexicon.clear()  # and than the one the counts came from, at the same generation perhaps
         conns = [connect(self.db_path, writer=True)]
         try:
             for _ in range(self.readers):

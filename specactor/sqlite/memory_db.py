@@ -26,6 +26,7 @@ from specactor.domain.memory.api import MemoryEntry, MemorySearchOut, SearchHit
 from specactor.domain.memory.layers import PRECEDENCE, Identifiers, Layer, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
 from specactor.domain.memory.schema import SCOPE_SHIFT, pending
+from specactor.sqlite.lexicon import Counts, Lexicon
 from specactor.sqlite.vector_cache import VectorCache, bump_changed
 from specactor.sqlite.vector_search import cosines, scan
 from specactor.sqlite.wal_mode import use_wal
@@ -185,19 +186,22 @@ def generation(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else -1
 
 
-def lexical_pass(conn: sqlite3.Connection, spec: SearchSpec) -> LexicalPass:
-    """The first half of `search`, which needs no query vector: each scope's row and lexical finds."""
+def lexical_pass(conn: sqlite3.Connection, spec: SearchSpec, lexicon: Lexicon | None = None) -> LexicalPass:
+    """The first half of `search`, which needs no query vector: each scope's row and lexical finds.
+    With `lexicon` (the store's), the counts the pass reads besides its matches come from there when
+    another pass read them at this generation already (`sqlite/lexicon.py`)."""
+    at = generation(conn)
+    counts = lexicon.at(at) if lexicon is not None else Counts(at)
     words = scoring.query_words(spec.query) if spec.mode != "semantic" else []
-    rows = conn.execute("SELECT value FROM counters WHERE name = 'fts_rows'").fetchone()[0] if words else 0
-    hits = [conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                         (scoring.phrase(w),)).fetchone()[0] for w in words]
+    rows = counts.rows(conn) if words else 0
+    hits = [counts.hits(conn, w, scoring.phrase(w)) for w in words]
     live = scoring.words_to_match(words, hits, rows, spec.threshold)
     ideal = scoring.ideal_score(rows, hits)
     tag_sql, tag_args = _tag_filter(sorted(set(spec.tags)))
     cut = scoring.bm25_cut(scoring.lexical_needed(spec.mode, spec.threshold), ideal) * (1 - 1e-9)
     passes: list[ScopePass] = []
     for layer, key in spec.scopes:
-        row = conn.execute("SELECT id, next_seq FROM scopes WHERE layer = ? AND key = ?", (layer, key)).fetchone()
+        row = counts.scope(conn, layer, key)
         if row is None:
             continue
         scope, next_seq = row
@@ -210,28 +214,29 @@ def lexical_pass(conn: sqlite3.Connection, spec: SearchSpec) -> LexicalPass:
                                                                    *tag_args)):
                 lexical[rowid] = scoring.lexical_score(bm25, ideal)
         passes.append(ScopePass(layer, scope, next_seq, lo, hi, lexical))
-    return LexicalPass(generation(conn), passes)
+    return LexicalPass(at, passes)
 
 
-def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | None = None) -> MemorySearchOut:
+def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | None = None,
+           lexicon: Lexicon | None = None) -> MemorySearchOut:
     """The memories of `spec.scopes` scoring at least `spec.threshold`, by layer precedence then score.
 
     With `vectors` (the store's cache) and numpy installed, a scope's cosines come from one matrix-vector
     product (`domain/memory/vectors.py`); otherwise each stored vector is scored in Python. Both
     answer the same memories, in the same order, with the same scores (to ~1e-15).
     """
-    return finish(conn, spec, lexical_pass(conn, spec), vectors)
+    return finish(conn, spec, lexical_pass(conn, spec, lexicon), vectors, lexicon)
 
 
 def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
-           vectors: VectorCache | None = None) -> MemorySearchOut:
+           vectors: VectorCache | None = None, lexicon: Lexicon | None = None) -> MemorySearchOut:
     """The second half of `search`: the cosines, the fusion and the answer, on `lex`, the lexical pass.
 
     `lex` may come from an earlier read transaction (its lexical pass ran while the query's vector was
     being fetched): when the memories changed since (`generation`), the whole search runs again here.
     """
     if lex.generation != generation(conn):
-        lex = lexical_pass(conn, spec)
+        lex = lexical_pass(conn, spec, lexicon)
     lexical_only = spec.mode == "lexical"
     tags = sorted(set(spec.tags))
     need = scoring.lexical_needed(spec.mode, spec.threshold)
@@ -280,19 +285,21 @@ def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
                            searched_layers=list(dict.fromkeys(layer for layer, _ in spec.scopes)))
 
 
-def lexical_passes(conn: sqlite3.Connection, specs: Sequence[SearchSpec]) -> list[outcome.Outcome[LexicalPass]]:
+def lexical_passes(conn: sqlite3.Connection, specs: Sequence[SearchSpec],
+                   lexicon: Lexicon | None = None) -> list[outcome.Outcome[LexicalPass]]:
     """`lexical_pass` of each of `specs`, in the caller's read transaction (`MemoryStoreActor.read`); each its
     own outcome."""
-    return _each(conn, [functools.partial(lexical_pass, spec=spec) for spec in specs])
+    return _each(conn, [functools.partial(lexical_pass, spec=spec, lexicon=lexicon) for spec in specs])
 
 
 def finishes(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalPass | None]],
-             vectors: VectorCache | None = None) -> list[outcome.Outcome[MemorySearchOut]]:
+             vectors: VectorCache | None = None, lexicon: Lexicon | None = None,
+             ) -> list[outcome.Outcome[MemorySearchOut]]:
     """Each search of `work` (`finish` on its lexical pass, or the whole `search` without one), in the caller's
     read transaction; each its own outcome."""
     fns: list[Callable[[sqlite3.Connection], MemorySearchOut]] = [
-        functools.partial(finish, spec=spec, lex=lex, vectors=vectors) if lex is not None
-        else functools.partial(search, spec=spec, vectors=vectors) for spec, lex in work]
+        functools.partial(finish, spec=spec, lex=lex, vectors=vectors, lexicon=lexicon) if lex is not None
+        else functools.partial(search, spec=spec, vectors=vectors, lexicon=lexicon) for spec, lex in work]
     return _each(conn, fns)
 
 

@@ -28,6 +28,7 @@ from specactor.domain.memory.embeddings import pack
 from specactor.domain.memory.layers import Identifiers, scope_key
 from specactor.domain.memory.records import EmbeddingsEndpoint, NewMemory, SearchSpec
 from specactor.protocol.errors import ToolError
+from specactor.sqlite.lexicon import Lexicon
 from specactor.sqlite.memory_db import (
     connect,
     delete_memory,
@@ -92,15 +93,53 @@ def test_a_search_split_around_writes_answers_as_one_search_after_them(
         ids = [add(writer, text) for text in before]
         spec = SearchSpec(query, SCOPES, 50, threshold, [], mode, embed(query, DIMS))  # type: ignore[arg-type]
         vectors = VectorCache() if cached else None
-        first = read(reader, lambda conn: lexical_pass(conn, spec))
+        lexicon = Lexicon() if cached else None
+        if lexicon is not None:  # counts of the generation before the writes, ready to be wrongly reused
+            read(reader, lambda conn: search(conn, spec, vectors, lexicon))
+        first = read(reader, lambda conn: lexical_pass(conn, spec, lexicon))
         for text in between:
             add(writer, text)
         for n in forget:
             if n < len(ids):
                 delete_memory(writer, ids[n])
-        split = read(reader, lambda conn: finish(conn, spec, first, vectors))
+        split = read(reader, lambda conn: finish(conn, spec, first, vectors, lexicon))
+        again = read(reader, lambda conn: search(conn, spec, vectors, lexicon))
         whole = read(reader, lambda conn: search(conn, spec))
         assert answer(split) == answer(whole) and split.total_count == whole.total_count
+        assert answer(again) == answer(whole) and again.total_count == whole.total_count
+
+
+def test_a_lexical_pass_at_a_generation_already_seen_asks_the_database_only_for_its_matches() -> None:
+    with store() as (writer, reader):
+        for text in ["cat dog", "dog fish", "bird frog cat"]:
+            add(writer, text)
+        spec = SearchSpec("cat dog bird", SCOPES, 10, 0.3, [], "hybrid", None)
+        lexicon = Lexicon()
+        asked: list[str] = []
+        reader.set_trace_callback(asked.append)
+        cold = read(reader, lambda conn: lexical_pass(conn, spec, lexicon))
+        cold_asked, asked[:] = len(asked), []
+        warm = read(reader, lambda conn: lexical_pass(conn, spec, lexicon))
+        statements = [a for a in asked if a.startswith("SELECT")]
+        assert warm == cold
+        # The generation and the scope's matches; not the row count, the three words' counts, the scope's row.
+        assert len(statements) == 2 and "bm25" in statements[1], statements
+        assert cold_asked > len(asked)
+        add(writer, "cat cat cat")  # a new generation: its counts are read afresh
+        after = read(reader, lambda conn: lexical_pass(conn, spec, lexicon))
+        assert after.generation > cold.generation
+        assert after == read(reader, lambda conn: lexical_pass(conn, spec))
+
+
+def test_the_lexicon_keeps_the_newest_generation_and_gives_an_older_one_counts_of_its_own() -> None:
+    lexicon = Lexicon()
+    newest = lexicon.at(5)
+    assert lexicon.at(5) is newest
+    older = lexicon.at(3)
+    assert older is not newest and older.generation == 3 and lexicon.at(5) is newest
+    assert lexicon.at(6) is not newest and lexicon.at(6).generation == 6
+    lexicon.clear()
+    assert lexicon.at(6).generation == 6 and lexicon.at(6) is lexicon.at(6)
 
 
 def test_every_change_to_the_memories_moves_the_generation_on() -> None:
