@@ -12,7 +12,7 @@ query).
 
 Only the newest generation seen is kept; a pass on an older snapshot gets counts of its own. The
 store forgets everything when it opens its database again (`clear`): another file could be at the
-same generation. A generation's words are bounded (`MAX_WORDS`): past it, counts are read, not kept.
+same generation. A generation's words and scopes are bounded (`MAX_KEPT`): past it, counts are read, not kept.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-MAX_WORDS = 20_000  # ~2 MB of words and counts at most; a team's vocabulary fits
+from specactor.domain.memory import scoring
+
+MAX_KEPT = 20_000  # words (and scopes) a generation keeps: ~2 MB at most; a team's vocabulary fits
 
 
 class Counts:
@@ -39,13 +41,13 @@ class Counts:
             self._rows = int(conn.execute("SELECT value FROM counters WHERE name = 'fts_rows'").fetchone()[0])
         return self._rows
 
-    def hits(self, conn: sqlite3.Connection, word: str, phrase: str) -> int:
-        """The count of indexed memories holding `word` (`phrase`: it as an FTS5 string)."""
+    def hits(self, conn: sqlite3.Connection, word: str) -> int:
+        """The count of indexed memories holding `word`."""
         found = self._hits.get(word)
         if found is None:
             found = int(conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                                     (phrase,)).fetchone()[0])
-            if len(self._hits) < MAX_WORDS:
+                                     (scoring.phrase(word),)).fetchone()[0])
+            if len(self._hits) < MAX_KEPT:
                 self._hits[word] = found
         return found
 
@@ -56,7 +58,7 @@ class Counts:
             return self._scopes[at]
         row = conn.execute("SELECT id, next_seq FROM scopes WHERE layer = ? AND key = ?", at).fetchone()
         found = (int(row[0]), int(row[1])) if row is not None else None
-        if len(self._scopes) < MAX_WORDS:
+        if len(self._scopes) < MAX_KEPT:
             self._scopes[at] = found
         return found
 

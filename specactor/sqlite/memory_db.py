@@ -194,7 +194,7 @@ def lexical_pass(conn: sqlite3.Connection, spec: SearchSpec, lexicon: Lexicon | 
     counts = lexicon.at(at) if lexicon is not None else Counts(at)
     words = scoring.query_words(spec.query) if spec.mode != "semantic" else []
     rows = counts.rows(conn) if words else 0
-    hits = [counts.hits(conn, w, scoring.phrase(w)) for w in words]
+    hits = [counts.hits(conn, w) for w in words]
     live = scoring.words_to_match(words, hits, rows, spec.threshold)
     ideal = scoring.ideal_score(rows, hits)
     tag_sql, tag_args = _tag_filter(sorted(set(spec.tags)))
@@ -225,7 +225,7 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
     product (`domain/memory/vectors.py`); otherwise each stored vector is scored in Python. Both
     answer the same memories, in the same order, with the same scores (to ~1e-15).
     """
-    return finish(conn, spec, lexical_pass(conn, spec, lexicon), vectors, lexicon)
+    return _rank(conn, spec, lexical_pass(conn, spec, lexicon), vectors)  # one transaction: one generation
 
 
 def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
@@ -237,6 +237,12 @@ def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
     """
     if lex.generation != generation(conn):
         lex = lexical_pass(conn, spec, lexicon)
+    return _rank(conn, spec, lex, vectors)
+
+
+def _rank(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
+          vectors: VectorCache | None) -> MemorySearchOut:
+    """The cosines, the fusion and the answer, on `lex`, a lexical pass of this read transaction's data."""
     lexical_only = spec.mode == "lexical"
     tags = sorted(set(spec.tags))
     need = scoring.lexical_needed(spec.mode, spec.threshold)
