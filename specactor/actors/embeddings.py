@@ -118,13 +118,15 @@ class EmbeddingsClient:
     async def _post(self, http: httpx.AsyncClient, texts: Sequence[str], encoding: emb.Encoding) -> httpx.Response:
         import httpx
 
+        from specactor.actors import http_body
+
         cfg = self.endpoint
         headers = {"content-type": "application/json"}
         if cfg.api_key:
             headers["authorization"] = f"Bearer {cfg.api_key}"
         try:
-            return await http.post(cfg.url.rstrip("/") + "/embeddings", headers=headers,
-                                   content=emb.request_body(cfg.model, texts, encoding))
+            return await http_body.send(http, "POST", cfg.url.rstrip("/") + "/embeddings",
+                                        emb.request_body(cfg.model, texts, encoding), headers=headers)
         except httpx.HTTPError as err:
             raise ProviderError(f"the embeddings endpoint is unreachable: {type(err).__name__}: {err}",
                                 {"url": cfg.url}) from None

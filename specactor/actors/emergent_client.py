@@ -19,6 +19,7 @@ import msgspec
 import trio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
+from specactor.actors import http_body
 from specactor.domain.graph import emergent as api
 from specactor.domain.graph.emergent import (
     BulkRelationshipResult,
@@ -390,8 +391,8 @@ class EmergentClient:
         headers = {"Content-Type": "application/json"} if content is not None else None
         self._requests += 1
         try:
-            reply = await self._http.request(method, self.url + path, params=tuple(params or ()), content=content,
-                                             headers=headers)
+            reply = await http_body.send(self._http, method, self.url + path, content, headers=headers,
+                                         params=tuple(params or ()))
         except httpx.HTTPError as err:
             raise self._failed(api.transport_failure(where, type(err).__name__, str(err),
                                                      never_sent=isinstance(err, NEVER_SENT))) from None
