@@ -12,7 +12,9 @@ and serves them together:
   the rows) runs; a finish that sees other data than its lexical pass saw (`generation`) searches
   again in its own read transaction, so each answer is as of one snapshot;
 - each trip to the store carries up to CHUNK searches, one read transaction for all of them, so
-  both readers work and the answers go out chunk by chunk.
+  both readers work and the answers go out chunk by chunk;
+- with a worker pool (`pool`), the chunks' finishes that overlap run in its worker processes
+  (`sqlite/search_task.py`), on the other cores: this process's one interpreter then only answers them.
 
 A failed embeddings request fails each search that needed its vector with that request's error
 (RATE_LIMITED, PROVIDER_ERROR: the tool layer's retries resend the search); a search that fails in
@@ -24,17 +26,22 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import outcome
 import trio
 
 from specactor.actors.embeddings import EMBED_BATCH, EmbeddingsClient
-from specactor.actors.mailbox import Letter, Mailbox
+from specactor.actors.mailbox import ActorTimeout, Letter, Mailbox
 from specactor.actors.memory_store import CALL_TIMEOUT, READ_BATCH, MemoryStoreActor
 from specactor.actors.supervisor import ChildSpec
 from specactor.domain.memory.api import MemorySearchOut
 from specactor.domain.memory.records import SearchSpec
+from specactor.sqlite import search_task
 from specactor.sqlite.memory_db import LexicalPass, finishes, lexical_passes
+
+if TYPE_CHECKING:
+    from specactor.actors.worker_pool import WorkerPool
 
 # One letter per search waiting for its answer: a burst of 100 concurrent searches queues without
 # blocking its senders, as the store's and the embeddings client's mailboxes do.
@@ -70,6 +77,10 @@ class MemorySearcher:
         self.store = store
         self.embeddings = embeddings
         self.mailbox: Mailbox[Search] = Mailbox("memory-searcher", QUEUE)
+        # Where a burst's chunks are scored besides the store's readers (the memory toolset sets it on the
+        # first search); None: always on the readers.
+        self.pool: WorkerPool | None = None
+        self._db: search_task.Database | None = None  # the pool's state: the store's database, by path
         # A search waits for the embeddings request and two trips to the store, each bounded already.
         self.call_timeout = 2 * CALL_TIMEOUT + (embeddings.call_timeout if embeddings is not None else 0.0)
         # Permanent: it holds nothing but the batches in flight, whose callers learn of a crash at once.
@@ -168,15 +179,36 @@ class MemorySearcher:
             asked.append(letter)
         if not work:
             return
-        store = self.store
         try:
-            results = await store.read(lambda conn: finishes(conn, work, store.vectors, store.lexicon),
-                                       weight=len(work))
+            results = await self._finish(work)
         except Exception as exc:
             _fail(asked, exc)
             return
         for letter, result in zip(asked, results, strict=True):
             letter.answer(result)
+
+    async def _finish(self, work: list[tuple[SearchSpec, LexicalPass | None]],
+                      ) -> list[outcome.Outcome[MemorySearchOut]]:
+        """`finishes` of `work`: on the store's readers, or in a pool worker when the pool takes it (it
+        does when chunks overlap, a burst's, so that they are scored on the other cores)."""
+        store = self.store
+
+        async def here() -> list[outcome.Outcome[MemorySearchOut]]:
+            return await store.read(lambda conn: finishes(conn, work, store.vectors, store.lexicon),
+                                    weight=len(work))
+
+        pool = self.pool
+        if pool is None or not store.opened:  # a worker must not open a file the store has not migrated
+            return await here()
+        if self._db is None or self._db.path != store.db_path:
+            self._db = search_task.Database(store.db_path)
+        try:
+            with trio.fail_after(CALL_TIMEOUT):  # a hung worker is killed (the pool's cancel) and replaced
+                return await pool.call(search_task.FINISH, search_task.key(store.db_path), self._db,
+                                       search_task.encode(work), inline=here)
+        except trio.TooSlowError:
+            raise ActorTimeout(f"a pool worker did not finish {len(work)} memory searches within "
+                               f"{CALL_TIMEOUT:g} s") from None
 
 
 def _fail(letters: Sequence[Letter[Search]], error: BaseException) -> None:

@@ -76,6 +76,8 @@ class MemoryStoreActor:
         self.vectors = VectorCache()
         # The counts the searches' lexical passes read besides their matches, per generation (`sqlite/lexicon.py`).
         self.lexicon = Lexicon()
+        # Whether the database is open (and migrated): until then, nothing else should open the file.
+        self.opened = False
         # Permanent: it serves as long as the app runs. A restart loses nothing (a write is
         # answered only once committed; letters still queued wait for the next instance) and
         # cannot fail, since opening the database is not part of starting.
@@ -110,6 +112,7 @@ class MemoryStoreActor:
         read_send, read_recv = trio.open_memory_channel[Letter[Read | Write]](QUEUE)
         # The writer drains what is queued into one transaction; as deep as the mailbox.
         write_send, write_recv = trio.open_memory_channel[Letter[Read | Write]](QUEUE)
+        self.opened = True
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._batches, conns[0], write_recv, QUEUE, self._group_commit)
@@ -120,6 +123,7 @@ class MemoryStoreActor:
                 async for letter in self.mailbox:
                     await self._route(letter, write_send, read_send)
         finally:
+            self.opened = False
             _abandon(write_recv)
             _abandon(read_recv)
             with trio.CancelScope(shield=True):

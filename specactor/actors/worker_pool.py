@@ -1,9 +1,10 @@
 """The worker pool actor: CPU-heavy tool work on other cores, in worker processes.
 
 One interpreter runs one core's worth of Python. Tasks (`concurrency/tasks.py`) that would hold
-it — knowledge checks and queries over a snapshot, today — run in a pool of `size` processes
-(trio-parallel; one worker context per slot, one job at a time per slot, so the pool knows which
-worker holds which cached state and routes a job to the worker that already holds its state).
+it — knowledge checks and queries over a snapshot, the scoring of a burst's memory searches — run in
+a pool of `size` processes (trio-parallel; one worker context per slot, one job at a time per slot,
+so the pool knows which worker holds which cached state and routes a job to the worker that already
+holds its state).
 
 When to use it is decided per job, so that a quiet session pays nothing:
 - a session that makes no heavy call starts no worker; the first heavy job starts them, in the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import signal
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
@@ -45,7 +47,8 @@ R = TypeVar("R")
 
 PAYLOADS: Final = 4  # states kept encoded for workers that have not got them yet
 WARM_MODULES: Final = ("specactor.domain.knowledge.check", "specactor.domain.knowledge.query",
-                       "specactor.domain.knowledge.sync", "specactor.toolsets.knowledge_tasks")
+                       "specactor.domain.knowledge.sync", "specactor.toolsets.knowledge_tasks",
+                       "specactor.sqlite.search_task")
 
 
 class PoolStatistics(msgspec.Struct, frozen=True):
@@ -146,9 +149,14 @@ class WorkerPool:
 
     # ------------------------------------------------------------------ called by handlers
 
-    async def call(self, task: Task[Any, R], key: str | None, state: Any, *args: Any) -> R:
+    async def call(self, task: Task[Any, R], key: str | None, state: Any, *args: Any,
+                   inline: Callable[[], Awaitable[R]] | None = None) -> R:
         """`task.run(state, *args)`, in-process or in a worker (see the module's rules). `key`
         names `state` for the workers' caches (None: not cacheable, always in-process).
+
+        Args:
+            inline: how the caller runs the job in-process, when the pool does not take it (default:
+                `task.inline` on a thread of the runtime); what it returns is the call's answer.
 
         Raises:
             ToolError: INTERNAL when the worker running it died.
@@ -167,6 +175,8 @@ class WorkerPool:
                 self._inline += 1
                 self._inline_running += 1
                 try:
+                    if inline is not None:
+                        return await inline()
                     return await self.runtime.run_sync(task.inline, state, *args)
                 finally:
                     self._inline_running -= 1

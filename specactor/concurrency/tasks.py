@@ -42,22 +42,27 @@ class Task(Generic[S, R]):
         load: the worker's state from the bytes `dump` made (e.g. decode, then index).
         dump: the caller's state as bytes for a worker.
         out: the type `run` returns, for decoding a worker's answer.
+        after: what `run`'s answer becomes for the caller, in-process or decoded (default: itself).
     """
 
     name: str
-    run: Callable[..., R]
+    run: Callable[..., Any]
     load: Callable[[bytes], S]
     dump: Callable[[S], bytes]
     out: Any
+    after: Callable[[Any], R] | None = None
 
     def inline(self, state: S, *args: Any) -> R:
-        return self.run(state, *args)
+        return self._after(self.run(state, *args))
 
     def decode(self, data: bytes) -> R:
         decoder = _decoders.get(self.name)
         if decoder is None:
             decoder = _decoders[self.name] = msgspec.msgpack.Decoder(self.out)
-        result: R = decoder.decode(data)
+        return self._after(decoder.decode(data))
+
+    def _after(self, answer: Any) -> R:
+        result: R = answer if self.after is None else self.after(answer)
         return result
 
 

@@ -47,16 +47,21 @@ def now_iso() -> str:
 # ---------------------------------------------------------------------- SQLite (worker threads only)
 
 
-def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
+def connect(path: Path, *, writer: bool, existing: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), usable from any one thread at
     a time. The writer's also switches the database to WAL and migrates it, safely while another
     process opens the same database (each waits for the other, up to the 30 s busy timeout).
+    With `existing` (a reader only), a missing file is an error rather than an empty database.
 
     Raises:
         ValueError: the database's schema is newer than this code.
         sqlite3.Error: the database cannot be opened, switched or migrated.
     """
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    if existing and not writer:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False, timeout=30.0)
+    else:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     try:
         if writer:
             use_wal(conn)

@@ -157,6 +157,9 @@ def register(registry: Registry, services: Services) -> None:
         except MissingIdentifier as err:
             raise _missing(err) from None
         await up(*searching)
+        if searcher.pool is None:  # a burst's searches are scored in the pool's workers (the first search's import)
+            await up(services.pool.spec)
+            searcher.pool = services.pool
         return await searcher.search(SearchSpec(args.query, scopes, args.limit, args.threshold, args.tags,
                                                 settings.mode))
 
