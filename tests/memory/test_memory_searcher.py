@@ -223,16 +223,31 @@ async def test_a_failed_embeddings_request_fails_each_search_of_its_batch_and_th
         nursery.cancel_scope.cancel()
 
 
+class _NoPool:
+    """A worker pool no search may reach: nothing but the store may open a database it has not opened."""
+
+    calls = 0
+
+    async def call(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        raise AssertionError("a chunk reached the pool before the store opened its database")
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
 async def test_a_search_whose_database_cannot_be_opened_is_told_why_and_the_searcher_keeps_serving(
-        tmp_path: Path, endpoint: Endpoint) -> None:  # noqa: F811
+        tmp_path: Path, endpoint: Endpoint, mode: str) -> None:  # noqa: F811
     (tmp_path / "blocked").write_text("a file where the database's folder should be")
     actors = MemoryActors(tmp_path / "blocked" / "memory.db", tmp_path / "knowledge",
                           embeddings=EmbeddingsEndpoint(endpoint.url))
+    pool = _NoPool()
+    actors.searcher.pool = pool  # type: ignore[assignment]
     async with trio.open_nursery() as nursery:
         await started(nursery, actors)
         for _ in range(2):
-            got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "hybrid") for q in QUERIES[:3]])
+            got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], mode)  # type: ignore[arg-type]
+                                        for q in QUERIES[:3] * 6])
             assert all(isinstance(e, ToolError) and e.code == "INTERNAL" and "memory.db" in str(e) for e in got)
+        assert pool.calls == 0 and not actors.store.opened
         nursery.cancel_scope.cancel()
 
 

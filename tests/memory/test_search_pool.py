@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,13 +21,10 @@ from hypothesis import strategies as st
 from bench.peers.embeddings import embed
 from specactor.actors import memory_searcher
 from specactor.actors.mailbox import ActorTimeout
-from specactor.actors.memory_actors import MemoryActors
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.worker_pool import WorkerPool
 from specactor.domain.memory.api import MemorySearchOut
-from specactor.domain.memory.embeddings import pack
-from specactor.domain.memory.layers import Identifiers, scope_key
-from specactor.domain.memory.records import EmbeddingsEndpoint, NewMemory, SearchSpec
+from specactor.domain.memory.records import SearchSpec
 from specactor.protocol.errors import ToolError
 from specactor.sqlite import search_task
 from specactor.sqlite.lexicon import Lexicon
@@ -37,37 +33,20 @@ from specactor.sqlite.memory_db import (
     delete_memory,
     finishes,
     in_read_tx,
-    insert_memory,
     lexical_pass,
     search,
 )
 from specactor.sqlite.vector_cache import VectorCache
-from tests.memory.conftest import started
 from tests.memory.test_embeddings import Endpoint, endpoint, vector  # noqa: F401  (the endpoint fixture)
-
-WORDS = ["cat", "dog", "fish", "bird", "frog", "lion", "wolf", "bear", "deer", "mole"]
-DIMS = 16
-KEY = scope_key("user", Identifiers(user_id="u"))
-SCOPES: list[Any] = [("user", KEY)]
-texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+from tests.memory.test_memory_searcher import DIMS, MEMORIES, QUERIES, SCOPES, add, searcher_with, served, texts
+from tests.memory.test_memory_searcher import store as searcher_store
 
 
 @contextmanager
 def store() -> Iterator[tuple[Path, sqlite3.Connection, sqlite3.Connection]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "m.db"
-        writer = connect(path, writer=True)
-        writer.execute("PRAGMA synchronous=OFF")  # durability is not what these properties are about
-        reader = connect(path, writer=False)
-        try:
-            yield path, writer, reader
-        finally:
-            reader.close()
-            writer.close()
-
-
-def add(conn: sqlite3.Connection, text: str) -> str:
-    return insert_memory(conn, NewMemory(text, "user", KEY, {"userId": "u"}, [], {}, pack(embed(text, DIMS)))).memory_id
+    """`test_memory_searcher.store`'s writer and reader, and the database's path."""
+    with searcher_store() as (writer, reader):
+        yield Path(reader.execute("PRAGMA database_list").fetchone()[2]), writer, reader
 
 
 def answers(results: list[outcome.Outcome[MemorySearchOut]]) -> list[Any]:
@@ -136,43 +115,15 @@ def test_a_search_that_fails_in_a_worker_comes_back_as_the_same_tool_error() -> 
     assert other.code == "INTERNAL" and "OperationalError: disk I/O error" in other.message
 
 
-MEMORIES = ["the cat sleeps", "a kitten plays", "the dog barks", "a puppy runs", "the car stops", "cat and dog"]
-QUERIES = ["cat", "kitten plays", "dog", "automobile", "the car", "feline", "puppy dog", "cat dog car"]
-
-
-async def searcher_with(tmp_path: Path, nursery: trio.Nursery, url: str) -> MemoryActors:
-    actors = MemoryActors(tmp_path / "store" / "memory.db", tmp_path / "knowledge", embeddings=EmbeddingsEndpoint(url))
-    await started(nursery, actors)
-    for text in MEMORIES:
-        new = NewMemory(text, "user", KEY, {"userId": "u"}, [], {}, pack(vector(text)))
-        await actors.store.write(functools.partial(insert_memory, new=new))
-    return actors
-
-
-async def served(actors: MemoryActors, specs: list[SearchSpec]) -> list[MemorySearchOut | BaseException]:
-    out: list[MemorySearchOut | BaseException] = [ValueError("unanswered")] * len(specs)
-
-    async def one(i: int) -> None:
-        try:
-            out[i] = await actors.searcher.search(specs[i])
-        except Exception as exc:
-            out[i] = exc
-
-    with trio.fail_after(90):
-        async with trio.open_nursery() as nursery:
-            for i in range(len(specs)):
-                nursery.start_soon(one, i)
-    return out
-
-
 @pytest.mark.parametrize("mode", ["hybrid", "semantic", "lexical"])
 async def test_a_burst_scored_in_pool_workers_answers_as_each_search_alone(
         tmp_path: Path, endpoint: Endpoint, mode: str) -> None:  # noqa: F811
     pool = WorkerPool(2, TrioRuntime(), alone_in_process=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(pool.run)
-        await pool.wait_started()
-        actors = await searcher_with(tmp_path, nursery, endpoint.url)
+        with trio.fail_after(90):
+            await pool.wait_started()
+        actors = await searcher_with(tmp_path, nursery, endpoint.url, MEMORIES)
         actors.searcher.pool = pool
         specs = [SearchSpec(q, SCOPES, 10, 0.0, [], mode) for q in QUERIES * 5]  # type: ignore[arg-type]
         got = await served(actors, specs)
@@ -218,7 +169,7 @@ class _Hung:
 async def test_a_chunk_whose_worker_died_fails_its_searches_only_and_the_next_chunk_is_served(
         tmp_path: Path, endpoint: Endpoint) -> None:  # noqa: F811
     async with trio.open_nursery() as nursery:
-        actors = await searcher_with(tmp_path, nursery, endpoint.url)
+        actors = await searcher_with(tmp_path, nursery, endpoint.url, MEMORIES)
         actors.searcher.pool = _Failing()  # type: ignore[assignment]
         got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "hybrid") for q in QUERIES * 4])
         died = [g for g in got if isinstance(g, ToolError)]
@@ -233,7 +184,7 @@ async def test_a_worker_that_never_answers_is_given_up_on_and_its_searches_are_t
         tmp_path: Path, endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     monkeypatch.setattr(memory_searcher, "CALL_TIMEOUT", 0.5)
     async with trio.open_nursery() as nursery:
-        actors = await searcher_with(tmp_path, nursery, endpoint.url)
+        actors = await searcher_with(tmp_path, nursery, endpoint.url, MEMORIES)
         hung = _Hung()
         actors.searcher.pool = hung  # type: ignore[assignment]
         got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "semantic") for q in QUERIES])
@@ -241,17 +192,3 @@ async def test_a_worker_that_never_answers_is_given_up_on_and_its_searches_are_t
         assert hung.cancelled
         nursery.cancel_scope.cancel()
 
-
-async def test_until_the_store_has_opened_its_database_every_chunk_stays_on_its_readers(
-        tmp_path: Path, endpoint: Endpoint) -> None:  # noqa: F811
-    (tmp_path / "blocked").write_text("a file where the database's folder should be")
-    actors = MemoryActors(tmp_path / "blocked" / "memory.db", tmp_path / "knowledge",
-                          embeddings=EmbeddingsEndpoint(endpoint.url))
-    failing = _Failing()
-    actors.searcher.pool = failing  # type: ignore[assignment]
-    async with trio.open_nursery() as nursery:
-        await started(nursery, actors)
-        got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "semantic") for q in QUERIES * 3])
-        assert all(isinstance(e, ToolError) and e.code == "INTERNAL" and "memory.db" in str(e) for e in got)
-        assert failing.calls == 0 and not actors.store.opened
-        nursery.cancel_scope.cancel()
