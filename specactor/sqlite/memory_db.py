@@ -234,13 +234,15 @@ def search(conn: sqlite3.Connection, spec: SearchSpec, vectors: VectorCache | No
 
 
 def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
-           vectors: VectorCache | None = None, lexicon: Lexicon | None = None) -> MemorySearchOut:
+           vectors: VectorCache | None = None, lexicon: Lexicon | None = None, *,
+           current: int | None = None) -> MemorySearchOut:
     """The second half of `search`: the cosines, the fusion and the answer, on `lex`, the lexical pass.
 
     `lex` may come from an earlier read transaction (its lexical pass ran while the query's vector was
-    being fetched): when the memories changed since (`generation`), the whole search runs again here.
+    being fetched): when the memories changed since (`generation`; `current` when the caller read it in
+    this transaction already), the whole search runs again here.
     """
-    if lex.generation != generation(conn):
+    if lex.generation != (generation(conn) if current is None else current):
         lex = lexical_pass(conn, spec, lexicon)
     return _rank(conn, spec, lex, vectors)
 
@@ -307,10 +309,12 @@ def finishes(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalP
              vectors: VectorCache | None = None, lexicon: Lexicon | None = None,
              ) -> list[outcome.Outcome[MemorySearchOut]]:
     """Each search of `work` (`finish` on its lexical pass, or the whole `search` without one), in the caller's
-    read transaction; each its own outcome."""
+    read transaction; each its own outcome. The transaction's generation is read once for all of them."""
+    current = generation(conn) if any(lex is not None for _, lex in work) else None
     fns: list[Callable[[sqlite3.Connection], MemorySearchOut]] = [
-        functools.partial(finish, spec=spec, lex=lex, vectors=vectors, lexicon=lexicon) if lex is not None
-        else functools.partial(search, spec=spec, vectors=vectors, lexicon=lexicon) for spec, lex in work]
+        functools.partial(finish, spec=spec, lex=lex, vectors=vectors, lexicon=lexicon, current=current)
+        if lex is not None else functools.partial(search, spec=spec, vectors=vectors, lexicon=lexicon)
+        for spec, lex in work]
     return _each(conn, fns)
 
 
