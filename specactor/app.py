@@ -318,6 +318,11 @@ async def serve_http(app: App, worker: WorkerRole | None = None) -> int:
         log.info("shutting down", reason=reason[-1], in_flight=app.dispatcher.in_flight)
         transport.stopping.set()  # hypercorn stops accepting and gives open requests the grace period
         await drain(app)
+        # A request answered is not yet a response written: hypercorn's own task writes it. Cancelling
+        # before that cut a batch's answer off its stream whenever `drain` returned within a few passes
+        # of the scheduler. Hypercorn returns once its connections have closed, or its grace is over.
+        with trio.move_on_after(app.config.grace_period):
+            await transport.stopped.wait()
         root.cancel_scope.cancel()
     log.info("stopped")
     return 0

@@ -86,6 +86,7 @@ class HttpTransport:
         self.grace_period = config.grace_period
         self.access_log = config.log_level == "debug"  # one line per request, only when debugging
         self.stopping = trio.Event()
+        self.stopped = trio.Event()  # hypercorn has written its open responses and closed (or given up)
         self.legacy = LegacySessions(self.cfg, dispatcher, self.stopping, shared)
         self._health = b'{"status":"ok","pid":%d}' % os.getpid()
         self._nursery: trio.Nursery | None = None
@@ -111,9 +112,14 @@ class HttpTransport:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery  # where listen-stream notifications are sent from
             app: Any = self.asgi
+            async def serving(task_status: trio.TaskStatus[list[str]]) -> None:
+                try:
+                    await serve(app, config, shutdown_trigger=self.stopping.wait, task_status=task_status)
+                finally:
+                    self.stopped.set()
+
             try:
-                self.binds = await nursery.start(lambda task_status: serve(
-                    app, config, shutdown_trigger=self.stopping.wait, task_status=task_status))
+                self.binds = await nursery.start(serving)
             except BaseException as exc:
                 error = self._bind_error(exc)
                 if error is None:

@@ -27,13 +27,12 @@ from specactor.domain.knowledge.sync import MANIFEST, Snapshot, manifest_bytes
 from specactor.domain.memory import api as m
 from specactor.domain.memory.embeddings import pack
 from specactor.domain.memory.layers import (
-    LAYERS,
     Identifiers,
     MissingIdentifier,
-    accessible,
     merge,
     scope_identifiers,
     scope_key,
+    search_scopes,
 )
 from specactor.domain.memory.records import EmbeddingsEndpoint, NewMemory, SearchSpec
 from specactor.domain.memory.scoring import Mode
@@ -151,9 +150,8 @@ def register(registry: Registry, services: Services) -> None:
                    input=m.MemorySearchIn, output=m.MemorySearchOut, toolset=TOOLSET)
     async def memory_search(args: m.MemorySearchIn, ctx: RequestContext) -> m.MemorySearchOut:
         ids = merge(settings.identifiers(ctx), args.identifiers)
-        layers = sorted(set(args.layers), key=LAYERS.index) if args.layers is not None else accessible(ids)
         try:
-            scopes = [(layer, scope_key(layer, ids)) for layer in layers]
+            scopes = search_scopes(ids, args.layers)
         except MissingIdentifier as err:
             raise _missing(err) from None
         await up(*searching)

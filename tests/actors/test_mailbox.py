@@ -163,3 +163,50 @@ async def test_an_actor_loop_that_raises_leaves_no_unfinished_async_generator() 
             pass
         gc.collect()
     assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+async def test_an_actor_answering_a_cancelled_caller_wakes_nobody_and_serves_the_next(
+        autojump_clock: trio.testing.MockClock) -> None:
+    mailbox: Mailbox[int] = Mailbox("late", 4)
+    held: list[Any] = []
+
+    async def holder() -> None:
+        async for letter in mailbox:
+            held.append(letter)
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(holder)
+            with trio.move_on_after(1.0) as waited:  # the caller is cancelled, not timed out by the mailbox
+                await mailbox.call(1, timeout=30.0)
+            assert waited.cancelled_caught
+            with held[0] as letter:
+                letter.reply("too late")  # nobody waits: no task is woken (trio would raise if one were)
+            async with trio.open_nursery() as calls:
+                calls.start_soon(mailbox.call, 2, 30.0)
+                await trio.testing.wait_all_tasks_blocked()
+                with held[1] as letter:
+                    letter.reply("in time")
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_letter_answered_twice_is_an_actors_bug_and_an_answer_after_closing_is_dropped(
+        autojump_clock: trio.testing.MockClock) -> None:
+    mailbox: Mailbox[int] = Mailbox("twice", 4)
+    errors: list[str] = []
+
+    async def twice() -> None:
+        letter = await mailbox.receive()
+        with letter:
+            letter.reply(1)
+            try:
+                letter.reply(2)
+            except RuntimeError as exc:
+                errors.append(str(exc))
+        letter.reply(3)  # closed: dropped, as a closed channel dropped it
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(twice)
+            assert await mailbox.call(0, timeout=5.0) == 1
+    assert errors == ["a letter was answered twice"]

@@ -7,6 +7,7 @@ belongs to one *scope*: its layer plus the values of the identifiers that layer 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Final, Literal, get_args
 
 import msgspec
@@ -77,7 +78,24 @@ def scope_key(layer: Layer, ids: Identifiers) -> str:
     Raises:
         MissingIdentifier: naming the first identifier the layer needs that is not set.
     """
+    return _key(layer, ids.as_dict())
+
+
+def search_scopes(ids: Identifiers, layers: Sequence[Layer] | None = None) -> list[tuple[Layer, str]]:
+    """The (layer, scope key) pairs a search covers, in precedence order: those of `layers`, or of
+    every layer `accessible` under `ids`. `ids` is read once for all of them (each of a burst's
+    searches paid a conversion per layer).
+
+    Raises:
+        MissingIdentifier: a layer of `layers` needs an identifier that is not set.
+    """
     have = ids.as_dict()
+    chosen = (sorted(set(layers), key=LAYERS.index) if layers is not None else
+              [layer for layer in LAYERS if all(name in have for name in REQUIRED[layer])])
+    return [(layer, _key(layer, have)) for layer in chosen]
+
+
+def _key(layer: Layer, have: dict[str, str]) -> str:
     parts = []
     for name in REQUIRED[layer]:
         if name not in have:
