@@ -42,19 +42,19 @@ class ActorTimeout(ActorError):
 
 class Reply:
     """Where one call's answer goes: set once by the actor (`answer`; `close` without one: the actor
-    crashed), waited for by the caller (`wait`), dropped once the caller has left (`leave`).
+    crashed), waited for by the caller (`wait`). A caller that left (timed out, cancelled) is no
+    longer the waiting task (`wait`'s abort), so a late answer wakes nobody.
 
     A one-slot memory channel did this at ~3x the cost (two channel objects, their shared state and
     an `aclose` for every call: 18 % of the main thread's CPU in a burst of memory searches); this is
     the one waiting task and the one outcome that a call needs."""
 
-    __slots__ = ("_closed", "_left", "_result", "_task")
+    __slots__ = ("_closed", "_result", "_task")
 
     def __init__(self) -> None:
         self._result: outcome.Outcome[Any] | None = None
         self._closed = False  # closed: no answer will come
         self._task: trio.lowlevel.Task | None = None  # the caller, while it waits
-        self._left = False
 
     def answer(self, result: outcome.Outcome[Any]) -> None:
         """Raises:
@@ -72,11 +72,6 @@ class Reply:
         if not self._closed:
             self._closed = True
             self._wake()
-
-    def leave(self) -> None:
-        """The caller is gone (timed out, cancelled, answered): nobody waits any more."""
-        self._left = True
-        self._task = None
 
     def _wake(self) -> None:
         task, self._task = self._task, None
@@ -166,8 +161,6 @@ class Mailbox(Generic[M]):
                 result = await reply.wait()
         except trio.TooSlowError:
             raise ActorTimeout(f"{self.name} did not answer within {timeout:g} s") from None
-        finally:
-            reply.leave()
         if result is None:
             raise ActorCrashed(f"{self.name} stopped before answering")
         return result.unwrap()

@@ -67,7 +67,10 @@ def merge(defaults: Identifiers, given: Identifiers | None) -> Identifiers:
 
 def accessible(ids: Identifiers) -> list[Layer]:
     """The layers whose identifiers are all present, in precedence order."""
-    have = ids.as_dict()
+    return _accessible(ids.as_dict())
+
+
+def _accessible(have: dict[str, str]) -> list[Layer]:
     return [layer for layer in LAYERS if all(name in have for name in REQUIRED[layer])]
 
 
@@ -90,8 +93,7 @@ def search_scopes(ids: Identifiers, layers: Sequence[Layer] | None = None) -> li
         MissingIdentifier: a layer of `layers` needs an identifier that is not set.
     """
     have = ids.as_dict()
-    chosen = (sorted(set(layers), key=LAYERS.index) if layers is not None else
-              [layer for layer in LAYERS if all(name in have for name in REQUIRED[layer])])
+    chosen = sorted(set(layers), key=LAYERS.index) if layers is not None else _accessible(have)
     return [(layer, _key(layer, have)) for layer in chosen]
 
 
