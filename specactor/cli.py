@@ -135,7 +135,9 @@ def run_server(config: Config, http: bool, extra: Callable[..., None] | None = N
     import trio  # here, not at the top: `specactor hook` and `specactor context` must not pay for it
 
     from specactor import app as application
+    from specactor.concurrency.tasks import one_blas_thread
 
+    one_blas_thread()  # before numpy's first import; the HTTP workers and pool workers inherit it
     kwargs = {"name": name} if name else {}
     workers = http and config.http.worker_count > 1
     built = None if workers else application.build(config, extra, defer=not http, **kwargs)

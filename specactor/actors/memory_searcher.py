@@ -133,7 +133,7 @@ class MemorySearcher:
                 async with trio.open_nursery() as chunks:
                     for start in range(0, len(batch), CHUNK):
                         chunk = batch[start:start + CHUNK]
-                        chunks.start_soon(self._chunk, chunk, at, vectors)
+                        chunks.start_soon(self._chunk, chunk, at, vectors, len(batch) > CHUNK)
                         at += sum(self._needs_vector(letter.body.spec) for letter in chunk)
                 # Every search is answered: one still waiting for the vectors failed in the store already,
                 # so a request still out is wanted by nobody.
@@ -147,7 +147,7 @@ class MemorySearcher:
             vectors.error = exc
         vectors.done.set()
 
-    async def _chunk(self, chunk: Sequence[Letter[Search]], at: int, vectors: _Vectors) -> None:
+    async def _chunk(self, chunk: Sequence[Letter[Search]], at: int, vectors: _Vectors, overlapping: bool) -> None:
         specs = [letter.body.spec for letter in chunk]
         passes: list[outcome.Outcome[LexicalPass] | None] = [None] * len(chunk)
         early = [i for i, spec in enumerate(specs) if spec.mode == "hybrid" and self._needs_vector(spec)]
@@ -180,17 +180,18 @@ class MemorySearcher:
         if not work:
             return
         try:
-            results = await self._finish(work)
+            results = await self._finish(work, overlapping)
         except Exception as exc:
             _fail(asked, exc)
             return
         for letter, result in zip(asked, results, strict=True):
             letter.answer(result)
 
-    async def _finish(self, work: list[tuple[SearchSpec, LexicalPass | None]],
+    async def _finish(self, work: list[tuple[SearchSpec, LexicalPass | None]], overlapping: bool,
                       ) -> list[outcome.Outcome[MemorySearchOut]]:
         """`finishes` of `work`: on the store's readers, or in a pool worker when the pool takes it (it
-        does when chunks overlap, a burst's, so that they are scored on the other cores)."""
+        does when chunks overlap, a burst's, so that they are scored on the other cores; `overlapping`:
+        this chunk is one of its batch's several, all of which go to the workers)."""
         store = self.store
 
         async def here() -> list[outcome.Outcome[MemorySearchOut]]:
@@ -205,7 +206,7 @@ class MemorySearcher:
         try:
             with trio.fail_after(CALL_TIMEOUT):  # a hung worker is killed (the pool's cancel) and replaced
                 return await pool.call(search_task.FINISH, search_task.key(store.db_path), self._db,
-                                       search_task.encode(work), inline=here)
+                                       search_task.encode(work), inline=here, overlapping=overlapping)
         except trio.TooSlowError:
             raise ActorTimeout(f"a pool worker did not finish {len(work)} memory searches within "
                                f"{CALL_TIMEOUT:g} s") from None

@@ -8,7 +8,9 @@ skipped without being held in memory and answered with an error. EOF ends the ac
 The answers the transport's own task makes (requests answered inline) while whole lines remain
 in the read buffer are held and written together, in order: before it waits to read, every
 HELD_MAX bytes, and at EOF (docs/decisions.md, "The hot path"). A burst of 100 pipelined pings
-is one write instead of 100. Answers from requests' own tasks are written at once.
+is one write instead of 100. Answers from requests' own tasks go out within one scheduler pass:
+the first to send writes, after that pass, what every task sent meanwhile (a chunk of a burst's
+memory searches, answered together, is one write instead of 16).
 """
 
 from __future__ import annotations
@@ -164,20 +166,29 @@ class StdioConnection:
         self._holder: trio.lowlevel.Task | None = None
         self._held: list[bytes] = []
         self._held_bytes = 0
+        # Other tasks' sends wait here for the task writing them (`_leading`), at most one scheduler pass.
+        self._queued: list[bytes] = []
+        self._leading = False
 
     def hold(self) -> None:
         """From now on the calling task's sends are held until `flush` (or HELD_MAX bytes)."""
         self._holder = trio.lowlevel.current_task()
 
     async def flush(self) -> None:
-        """Write what is held, in one write, and stop holding."""
+        """Write what is held, in one write, and stop holding; and what other tasks sent, if the task that
+        was to write it was cancelled first."""
         self._holder = None
         if self._held:
             held, self._held, self._held_bytes = self._held, [], 0
             held.append(b"")
             await self._write(b"\n".join(held))
+        if self._queued and not self._leading:
+            await self._write_queued()
 
     async def send(self, data: bytes) -> None:
+        """Write `data` and a newline: held, when the transport's task holds; otherwise with what the other
+        tasks send in the same scheduler pass, in one write, by the first of them. A send may return before
+        its bytes are written (another task writes them, within the pass); they are written in order."""
         if self.broken.is_set():
             return
         if self._holder is not None and self._holder is trio.lowlevel.current_task():
@@ -187,7 +198,30 @@ class StdioConnection:
                 await self.flush()
                 self.hold()
             return
-        await self._write(data + b"\n")
+        self._queued.append(data)
+        if self._leading:  # the task writing takes this along
+            return
+        self._leading = True
+        try:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # the tasks running in this pass add theirs
+            await self._write_queued()
+        finally:
+            if self._queued and not self.broken.is_set():  # cancelled with others' sends still to write
+                trio.lowlevel.spawn_system_task(self._lead_on, name="stdio-write")
+            else:
+                self._leading = False
+
+    async def _lead_on(self) -> None:
+        try:
+            await self._write_queued()
+        finally:
+            self._leading = False
+
+    async def _write_queued(self) -> None:
+        while self._queued and not self.broken.is_set():
+            queued, self._queued = self._queued, []
+            queued.append(b"")
+            await self._write(b"\n".join(queued))
 
     async def _write(self, data: bytes) -> None:
         try:

@@ -150,27 +150,30 @@ class WorkerPool:
     # ------------------------------------------------------------------ called by handlers
 
     async def call(self, task: Task[Any, R], key: str | None, state: Any, *args: Any,
-                   inline: Callable[[], Awaitable[R]] | None = None) -> R:
+                   inline: Callable[[], Awaitable[R]] | None = None, overlapping: bool = False) -> R:
         """`task.run(state, *args)`, in-process or in a worker (see the module's rules). `key`
         names `state` for the workers' caches (None: not cacheable, always in-process).
 
         Args:
             inline: how the caller runs the job in-process, when the pool does not take it (default:
                 `task.inline` on a thread of the runtime); what it returns is the call's answer.
+            overlapping: the caller is about to send other jobs beside this one (a burst's chunks), so
+                it is not alone even when the others have not reached the pool yet: it goes to a
+                worker, and this process's one core is left to the answers.
 
         Raises:
             ToolError: INTERNAL when the worker running it died.
         """
         self._active += 1
         try:
-            slot = self._choose(key) if key is not None and self._slots else None
-            while slot is None and key is not None and self._waits():
+            slot = self._choose(key, self._alone(overlapping)) if key is not None and self._slots else None
+            while slot is None and key is not None and self._waits(overlapping):
                 self._waiters += 1
                 try:
                     await self._lot.park()
                 finally:
                     self._waiters -= 1
-                slot = self._choose(key)
+                slot = self._choose(key, self._alone(overlapping))
             if slot is None or key is None:
                 self._inline += 1
                 self._inline_running += 1
@@ -189,19 +192,23 @@ class WorkerPool:
         finally:
             self._active -= 1
 
-    def _waits(self) -> bool:
+    def _alone(self, overlapping: bool) -> bool:
+        """Whether a job would run alone (no other heavy job in flight, none announced): in-process then."""
+        return self._active <= 1 and self.alone_in_process and not overlapping
+
+    def _waits(self, overlapping: bool) -> bool:
         """Whether a job that found no idle worker waits (else it runs in-process now): only
         while the queue has room, and jobs overlap; then while a worker is busy with a job (it
         will be free soon), or while workers are starting and a job already runs in-process (one
         at a time there: more threads would only share this process's one core)."""
-        if self._waiters >= self.queue or (self._active <= 1 and self.alone_in_process):
+        if self._waiters >= self.queue or self._alone(overlapping):
             return False
         states = {s.state for s in self._slots}
         return "job" in states or ("warming" in states and self._inline_running > 0)
 
-    def _choose(self, key: str) -> _Slot | None:
+    def _choose(self, key: str, alone: bool) -> _Slot | None:
         """An idle slot with a live worker for a job on `key`, the one holding `key` first, taken.
-        None when the job is alone (in-process is cheaper) or no worker is up; workers not up
+        None when the job is `alone` (in-process is cheaper) or no worker is up; workers not up
         are started (in the background) on the first job of all."""
         best = None
         for slot in self._slots:
@@ -214,7 +221,7 @@ class WorkerPool:
         if best is None:
             self._start_warming()
             return None
-        if self._active <= 1 and self.alone_in_process:
+        if alone:
             return None
         best.state = "job"
         return best

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import outcome
@@ -28,8 +28,11 @@ from specactor.domain.memory.records import NewMemory, SearchSpec
 from specactor.domain.memory.schema import SCOPE_SHIFT, pending
 from specactor.sqlite.lexicon import Counts, Lexicon
 from specactor.sqlite.vector_cache import VectorCache, bump_changed
-from specactor.sqlite.vector_search import cosines, scan
+from specactor.sqlite.vector_search import cosines, scan, shared_dots, unit_query
 from specactor.sqlite.wal_mode import use_wal
+
+if TYPE_CHECKING:
+    from specactor.domain.memory.vectors import Doubles, Floats, Matrix
 
 T = TypeVar("T")
 SCOPE_SPAN = (1 << SCOPE_SHIFT) - 1
@@ -191,11 +194,13 @@ def generation(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else -1
 
 
-def lexical_pass(conn: sqlite3.Connection, spec: SearchSpec, lexicon: Lexicon | None = None) -> LexicalPass:
+def lexical_pass(conn: sqlite3.Connection, spec: SearchSpec, lexicon: Lexicon | None = None, *,
+                 current: int | None = None) -> LexicalPass:
     """The first half of `search`, which needs no query vector: each scope's row and lexical finds.
     With `lexicon` (the store's), the counts the pass reads besides its matches come from there when
-    another pass read them at this generation already (`sqlite/lexicon.py`)."""
-    at = generation(conn)
+    another pass read them at this generation already (`sqlite/lexicon.py`). `current`: the transaction's
+    generation, when the caller read it already."""
+    at = generation(conn) if current is None else current
     counts = lexicon.at(at) if lexicon is not None else Counts(at)
     words = scoring.query_words(spec.query) if spec.mode != "semantic" else []
     rows = counts.rows(conn) if words else 0
@@ -242,26 +247,46 @@ def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
     being fetched): when the memories changed since (`generation`; `current` when the caller read it in
     this transaction already), the whole search runs again here.
     """
-    if lex.generation != (generation(conn) if current is None else current):
-        lex = lexical_pass(conn, spec, lexicon)
+    current = generation(conn) if current is None else current
+    if lex.generation != current:
+        lex = lexical_pass(conn, spec, lexicon, current=current)
     return _rank(conn, spec, lex, vectors)
 
 
+def _pruned(spec: SearchSpec) -> bool:
+    """Hybrid at a threshold above 0.5: a memory the lexical pass did not find cannot reach it, so only
+    the lexical pass's finds are scored by cosine (the same results, without a scan of every vector)."""
+    return spec.mode == "hybrid" and scoring.lexical_needed(spec.mode, spec.threshold) > 0.0
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A search's unit query (`vector_search.unit_query`) and, per scope, the matrix and that query's dots
+    with it, computed with the other searches of its chunk (`_score_together`)."""
+
+    query: Doubles
+    scopes: dict[int, tuple[Matrix, Floats]]
+
+
 def _rank(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
-          vectors: VectorCache | None) -> MemorySearchOut:
+          vectors: VectorCache | None, scored: _Scored | None = None) -> MemorySearchOut:
     """The cosines, the fusion and the answer, on `lex`, a lexical pass of this read transaction's data."""
     lexical_only = spec.mode == "lexical"
     tags = sorted(set(spec.tags))
-    need = scoring.lexical_needed(spec.mode, spec.threshold)
-    # Hybrid at a threshold above 0.5: a memory the lexical pass did not find cannot reach it, so only
-    # the lexical pass's finds are scored by cosine (the same results, without a scan of every vector).
-    pruned = spec.mode == "hybrid" and need > 0.0
+    pruned = _pruned(spec)
     found: list[tuple[int, float, int]] = []
     total = 0
     # Stored vectors are unit length (emb.pack), so with the query's scaled once each cosine is a dot product.
-    query = scoring.unit(spec.query_vector) if spec.query_vector is not None and not lexical_only else None
+    query = (scoring.unit(spec.query_vector) if scored is None and spec.query_vector is not None and not lexical_only
+             else None)
     for part in lex.scopes:
         layer, lexical, lo, hi = part.layer, part.lexical, part.lo, part.hi
+        if scored is not None:  # every scope's vectors, scored with the chunk's other searches
+            scanned, dots = scored.scopes[part.scope]
+            count, best = scan(conn, spec, scanned, scored.query, lexical, tags, lo, hi, dots)
+            total += count
+            found += [(PRECEDENCE[layer], -score, -rowid) for score, rowid in best]
+            continue
         matrix = (vectors.matrix(conn, part.scope, part.next_seq, len(query))
                   if vectors is not None and query and (lexical or not pruned) else None)
         if matrix is not None and query is not None and not pruned:
@@ -309,13 +334,54 @@ def finishes(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalP
              vectors: VectorCache | None = None, lexicon: Lexicon | None = None,
              ) -> list[outcome.Outcome[MemorySearchOut]]:
     """Each search of `work` (`finish` on its lexical pass, or the whole `search` without one), in the caller's
-    read transaction; each its own outcome. The transaction's generation is read once for all of them."""
-    current = generation(conn) if any(lex is not None for _, lex in work) else None
-    fns: list[Callable[[sqlite3.Connection], MemorySearchOut]] = [
-        functools.partial(finish, spec=spec, lex=lex, vectors=vectors, lexicon=lexicon, current=current)
-        if lex is not None else functools.partial(search, spec=spec, vectors=vectors, lexicon=lexicon)
-        for spec, lex in work]
-    return _each(conn, fns)
+    read transaction; each its own outcome. The transaction's generation is read once for all of them, and
+    the searches that scan one scope's vectors score them with one matrix product (`_score_together`)."""
+    current = generation(conn)
+    passes = _each(conn, [
+        functools.partial(_current_pass, spec=spec, lex=lex, lexicon=lexicon, current=current) for spec, lex in work])
+    together = _score_together(conn, work, passes, vectors) if vectors is not None and len(work) > 1 else {}
+    out: list[outcome.Outcome[MemorySearchOut]] = []
+    for i, ((spec, _), lex) in enumerate(zip(work, passes, strict=True)):
+        if isinstance(lex, outcome.Value):
+            out += _each(conn, [functools.partial(_rank, spec=spec, lex=lex.value, vectors=vectors,
+                                                  scored=together.get(i))])
+        else:
+            out.append(outcome.Error(lex.error))  # type: ignore[attr-defined]
+    return out
+
+
+def _current_pass(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass | None, lexicon: Lexicon | None,
+                  current: int) -> LexicalPass:
+    """`lex` when it is of this transaction's generation; otherwise the search's lexical pass, run now."""
+    return lex if lex is not None and lex.generation == current else lexical_pass(conn, spec, lexicon,
+                                                                                     current=current)
+
+
+def _score_together(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalPass | None]],
+                    passes: Sequence[outcome.Outcome[LexicalPass]], vectors: VectorCache) -> dict[int, _Scored]:
+    """For each search (by index) that scans every vector of a scope, its unit query and its dots with each
+    scope's matrix, the searches of one matrix scored together (`vector_search.shared_dots`). A search
+    whose matrix cannot be had here is left out: it gets it, or its error, on its own in `_rank`."""
+    asked: list[tuple[int, int, Matrix, Doubles]] = []  # search, scope, matrix, unit query
+    queries: dict[int, Doubles] = {}
+    for i, ((spec, _), lex) in enumerate(zip(work, passes, strict=True)):
+        if (spec.query_vector is None or not spec.query_vector or spec.mode == "lexical" or _pruned(spec)
+                or not isinstance(lex, outcome.Value)):
+            continue
+        dims = len(spec.query_vector)
+        try:
+            mine = [(part.scope, vectors.matrix(conn, part.scope, part.next_seq, dims)) for part in lex.value.scopes]
+        except Exception:  # the search meets it again in `_rank`, and fails alone there
+            continue
+        if any(matrix is None for _, matrix in mine):  # no numpy: every search scores in Python
+            return {}
+        queries[i] = query = unit_query(spec.query_vector)
+        asked += [(i, scope, matrix, query) for scope, matrix in mine if matrix is not None]
+    dots = shared_dots([(matrix, query) for _, _, matrix, query in asked])
+    together = {i: _Scored(query, {}) for i, query in queries.items()}
+    for (i, scope, matrix, _), d in zip(asked, dots, strict=True):
+        together[i].scopes[scope] = (matrix, d)
+    return together
 
 
 def _each(conn: sqlite3.Connection, fns: Sequence[Callable[[sqlite3.Connection], T]]) -> list[outcome.Outcome[T]]:

@@ -5,15 +5,16 @@ finds' only in hybrid mode above it. numpy is imported here on first use, never 
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from specactor.domain.memory import scoring
 from specactor.domain.memory.records import SearchSpec
 
 if TYPE_CHECKING:
-    from specactor.domain.memory.vectors import Matrix
+    from specactor.domain.memory.vectors import Doubles, Floats, Matrix
 
 
 def cosines(matrix: Matrix, query: list[float], rowids: Iterable[int]) -> dict[int, float]:
@@ -27,10 +28,41 @@ def cosines(matrix: Matrix, query: list[float], rowids: Iterable[int]) -> dict[i
     return dict(zip(matrix.rowids[at].tolist(), scores.tolist(), strict=True))
 
 
-def scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: list[float],
-          lexical: dict[int, float], tags: list[str], lo: int, hi: int) -> tuple[int, list[tuple[float, int]]]:
+def unit_query(vector: Sequence[float]) -> Doubles:
+    """`scoring.unit(vector)` as a float64 array, number for number (the same hypot, the same divisions)."""
+    import numpy as np
+
+    norm = math.hypot(*vector)
+    query: Doubles = np.asarray(vector, dtype=np.float64)
+    return query / norm if norm else np.zeros_like(query)
+
+
+def shared_dots(queries: Sequence[tuple[Matrix, Doubles]]) -> list[Floats]:
+    """Each (matrix, unit query)'s float32 dots (`Matrix.dots`), the queries of one matrix scored by one
+    matrix product (`Matrix.dots_many`): a chunk's searches of one scope read its vectors once."""
+    import numpy as np
+
+    out: list[Floats | None] = [None] * len(queries)
+    by_matrix: dict[int, list[int]] = {}
+    for i, (matrix, _) in enumerate(queries):
+        by_matrix.setdefault(id(matrix), []).append(i)
+    for members in by_matrix.values():
+        matrix = queries[members[0]][0]
+        if len(members) == 1:
+            out[members[0]] = matrix.dots(queries[members[0]][1].astype(np.float32))
+            continue
+        both = matrix.dots_many(np.array([queries[i][1] for i in members], dtype=np.float32))
+        for column, i in enumerate(members):
+            out[i] = both[:, column]
+    return [dots for dots in out if dots is not None]
+
+
+def scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: Sequence[float] | Doubles,
+          lexical: dict[int, float], tags: list[str], lo: int, hi: int,
+          dots: Floats | None = None) -> tuple[int, list[tuple[float, int]]]:
     """One scope's count and best `spec.limit` (score, rowid) pairs, in semantic or (unpruned) hybrid mode,
-    scoring every vector at once; the rows with words but no vector score as the Python path scores them."""
+    scoring every vector at once (`dots`: the float32 dots already, `shared_dots`'); the rows with words but
+    no vector score as the Python path scores them."""
     import numpy as np
 
     from specactor.domain.memory import vectors as vec
@@ -45,7 +77,7 @@ def scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: list
     q64 = np.asarray(query, dtype=np.float64)
     # Unclipped below 0: a row whose cosine is clearly negative is clearly out (score 0), and is not
     # rescored as one within the float32 error of the threshold 0 would be.
-    dots = matrix.dots(q64.astype(np.float32))[rows]
+    dots = (matrix.dots(q64.astype(np.float32)) if dots is None else dots)[rows]
     approx: Any = np.minimum(dots, 1.0)
     lex = np.zeros(rows.shape[0], dtype=np.float64)
     rest: list[tuple[float, int]] = []  # rows with words and no vector of the query's length

@@ -33,10 +33,16 @@ def _hang(state: list[int], path: str) -> tuple[int, int]:
         time.sleep(1)
 
 
+def _environ(state: list[int], name: str) -> tuple[str, int]:
+    """This worker's value of the environment variable `name` ("" when unset), and its pid."""
+    return os.environ.get(name, ""), os.getpid()
+
+
 def _die(state: list[int], code: int) -> tuple[int, int]:
     os._exit(code)
 
 
 TOTAL: Task[list[int], tuple[int, int]] = Task("total", _total, _load, _dump, tuple[int, int])
+ENVIRON: Task[list[int], tuple[str, int]] = Task("environ", _environ, _load, _dump, tuple[str, int])
 HANG: Task[list[int], tuple[int, int]] = Task("hang", _hang, _load, _dump, tuple[int, int])
 DIE: Task[list[int], tuple[int, int]] = Task("die", _die, _load, _dump, tuple[int, int])

@@ -15,8 +15,9 @@ import trio.testing
 
 from specactor.actors.runtime import TrioRuntime
 from specactor.actors.worker_pool import WorkerPool
+from specactor.concurrency.tasks import BLAS_THREADS, one_blas_thread
 from specactor.protocol.errors import ToolError
-from tests.actors.pool_jobs import DIE, HANG, TOTAL
+from tests.actors.pool_jobs import DIE, ENVIRON, HANG, TOTAL
 
 STATE = list(range(100))
 WAIT = 60.0  # a spawned worker imports specactor: well under a second, but CI machines are slow
@@ -65,6 +66,16 @@ async def test_a_lone_job_runs_in_process_and_starts_the_workers_for_the_jobs_to
         assert (total, pid) == (4952, os.getpid())
 
 
+async def test_a_job_announced_as_one_of_several_goes_to_a_worker_even_when_it_reaches_the_pool_alone() -> None:
+    async with running() as pool:
+        await pool.wait_started(WAIT)
+        with trio.fail_after(WAIT):
+            _, alone = await pool.call(TOTAL, "s", STATE, 1)
+            _, announced = await pool.call(TOTAL, "s", STATE, 1, overlapping=True)
+        assert alone == os.getpid() and announced != os.getpid()
+        assert (pool.statistics().inline, pool.statistics().pooled) == (1, 1)
+
+
 async def test_overlapping_jobs_go_to_the_workers_once_they_are_up() -> None:
     async with running() as pool:
         await pool.wait_started(WAIT)
@@ -84,6 +95,27 @@ async def test_overlapping_jobs_go_to_the_workers_once_they_are_up() -> None:
         assert stats.pooled > 0 and stats.pooled + stats.inline == 20
         assert pids - {os.getpid()}, "no job reached a worker"
         assert stats.resent == 0
+
+
+async def test_a_worker_runs_numpy_s_blas_on_one_thread_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")  # the user's choice stands
+    async with running(1, alone_in_process=False) as pool:
+        await pool.wait_started(WAIT)
+        with trio.fail_after(WAIT):
+            openblas, pid = await pool.call(ENVIRON, "s", STATE, "OPENBLAS_NUM_THREADS")
+            mkl, _ = await pool.call(ENVIRON, "s", STATE, "MKL_NUM_THREADS")
+        assert pid != os.getpid()
+        assert (openblas, mkl) == ("1", "3")
+
+
+def test_the_server_asks_for_one_blas_thread_before_numpy_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    environ = {name: value for name, value in os.environ.items() if name not in BLAS_THREADS}
+    environ["VECLIB_MAXIMUM_THREADS"] = "2"
+    monkeypatch.setattr(os, "environ", environ)  # this process's own is left as it was
+    one_blas_thread()
+    assert [environ[name] for name in BLAS_THREADS] == ["1", "1", "2"]
 
 
 async def test_a_worker_killed_mid_job_fails_that_job_with_internal_naming_the_kill_and_is_replaced(

@@ -147,7 +147,7 @@ class _Failing:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def call(self, task: Any, key: str, state: Any, *args: Any, inline: Any) -> Any:
+    async def call(self, task: Any, key: str, state: Any, *args: Any, inline: Any, overlapping: bool = False) -> Any:
         self.calls += 1
         if self.calls == 1:
             raise ToolError("INTERNAL", "the worker process running memory_search died (killed by SIGKILL)",
@@ -159,7 +159,7 @@ class _Hung:
     def __init__(self) -> None:
         self.cancelled = False
 
-    async def call(self, task: Any, key: str, state: Any, *args: Any, inline: Any) -> Any:
+    async def call(self, task: Any, key: str, state: Any, *args: Any, inline: Any, overlapping: bool = False) -> Any:
         try:
             await trio.sleep_forever()
         finally:

@@ -15,9 +15,12 @@ from specactor.domain.memory.api import MemorySearchOut
 from specactor.domain.memory.embeddings import pack
 from specactor.domain.memory.layers import LAYERS, Layer, scope_key
 from specactor.domain.memory.records import NewMemory, SearchSpec
-from specactor.domain.memory.scoring import Mode
-from specactor.sqlite.memory_db import delete_memory, insert_memory, search
+from specactor.domain.memory.scoring import Mode, unit
+from specactor.domain.memory.vectors import Matrix, margin
+from specactor.sqlite.lexicon import Lexicon
+from specactor.sqlite.memory_db import delete_memory, finishes, insert_memory, lexical_pass, search
 from specactor.sqlite.vector_cache import VectorCache
+from specactor.sqlite.vector_search import unit_query
 from tests.memory.test_search_properties import IDS, SCOPES, WORDS, store
 
 SCORE = 1e-6  # the target; the two paths in fact agree to ~1e-15
@@ -110,3 +113,59 @@ def test_numpy_scores_are_the_python_scores_for_long_real_valued_vectors(seed: i
             add(conn, ["cat"], layer, [], vector.tolist())
         query = (base + rng.standard_normal(dims)).tolist()
         both(conn, VectorCache(), SearchSpec("cat", SCOPES, limit, threshold, [], "semantic", query))
+
+
+chunk_specs = st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+                        st.sampled_from(["semantic", "hybrid", "lexical"]),
+                        st.one_of(st.lists(unit_floats, min_size=4, max_size=4),
+                                  st.lists(unit_floats, min_size=3, max_size=3), st.none()),
+                        st.sampled_from([0.0, 0.2, 0.5, 0.7]), st.integers(1, 40),
+                        st.lists(st.sampled_from(["x", "y"]), max_size=1), st.booleans())
+
+
+@given(rows=memories, chunk=st.lists(chunk_specs, min_size=2, max_size=8), later=memories)
+def test_a_chunk_scored_together_answers_each_search_as_it_alone(rows: list[Any], chunk: list[Any],
+                                                                 later: list[Any]) -> None:
+    """The searches of a chunk that scan one scope's vectors are scored by one matrix product: each answer
+    is the answer of that search alone, number for number, whether its lexical pass is current, stale
+    (memories written since) or not run yet."""
+    with store() as conn:
+        for row in rows:
+            add(conn, *row)
+        specs = [SearchSpec(query, SCOPES, limit, threshold, tags, mode, vector)
+                 for query, mode, vector, threshold, limit, tags, _ in chunk]
+        work = [(spec, lexical_pass(conn, spec) if early else None)
+                for spec, (*_, early) in zip(specs, chunk, strict=True)]
+        for row in later[:3]:  # the early lexical passes are stale now
+            add(conn, *row)
+        together = finishes(conn, work, VectorCache(), Lexicon())
+        for spec, answer in zip(specs, together, strict=True):
+            alone = search(conn, spec, VectorCache())
+            assert answer.unwrap() == alone
+            assert_same(search(conn, spec, None), alone)
+
+
+@given(vector=st.lists(st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.just(0.0)), min_size=1, max_size=64))
+def test_the_array_unit_query_is_the_python_one_number_for_number(vector: list[float]) -> None:
+    assert unit_query(vector).tolist() == unit(vector)
+
+
+@given(blocks=st.lists(st.integers(1, 40), min_size=1, max_size=4), queries=st.integers(1, 6),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_dots_of_several_queries_are_each_query_s_dots(blocks: list[int], queries: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    dims = 16
+    matrix = Matrix.empty(dims)
+    for size in blocks:  # appended block by block, as a growing scope is
+        rows = rng.standard_normal((size, dims)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        start = len(matrix)
+        matrix = matrix.append(list(range(start + 1, start + size + 1)), [row.tobytes() for row in rows])
+    qs = rng.standard_normal((queries, dims))
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    many = matrix.dots_many(qs.astype(np.float32))
+    assert many.shape == (len(matrix), queries)
+    for j in range(queries):
+        exact = matrix.exact(np.arange(len(matrix)), qs[j])
+        assert np.all(np.abs(many[:, j] - exact) <= margin(dims))
+        assert np.all(np.abs(matrix.dots(qs[j].astype(np.float32)) - exact) <= margin(dims))

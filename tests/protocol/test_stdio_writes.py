@@ -15,10 +15,12 @@ import msgspec
 import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 
 from specactor import app as application
 from specactor.actors import stdio
 from specactor.config import Config
+from specactor.protocol.session import Session
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
 WAIT = 20.0
@@ -162,3 +164,53 @@ async def test_the_transport_widens_its_pipes_so_a_large_answer_goes_out_in_one_
     finally:
         await stream.aclose()
     assert stdio.widen_pipe(w) == -1  # a closed descriptor: refused, not raised
+
+
+class Recording:
+    """A stdout stream that records each write; with `stall`, the first write waits until it is set."""
+
+    def __init__(self, stall: trio.Event | None = None) -> None:
+        self.writes: list[bytes] = []
+        self.stall = stall
+
+    async def send_all(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        if self.stall is not None and len(self.writes) == 1:
+            await self.stall.wait()
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_answers_sent_by_their_own_tasks_in_one_scheduler_pass_go_out_in_one_write() -> None:
+    stream = Recording()
+    conn = stdio.StdioConnection(stream, Session())  # type: ignore[arg-type]
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            for i in range(16):  # a chunk of memory searches answered together: 16 tasks woken at once
+                nursery.start_soon(conn.send, b'{"id":%d}' % i)
+    assert len(stream.writes) == 1
+    assert sorted(stream.writes[0].split(b"\n")) == sorted([b""] + [b'{"id":%d}' % i for i in range(16)])
+    await conn.send(b'{"id":99}')  # alone: at once, in a write of its own
+    assert stream.writes[1:] == [b'{"id":99}\n']
+
+
+async def test_what_others_sent_is_written_even_when_the_task_writing_it_is_cancelled() -> None:
+    release = trio.Event()
+    stream = Recording(stall=release)
+    conn = stdio.StdioConnection(stream, Session())  # type: ignore[arg-type]
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            async def lead(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+                with trio.CancelScope() as scope:
+                    task_status.started(scope)
+                    await conn.send(b'{"id":1}')
+            scope = await nursery.start(lead)
+            await trio.testing.wait_all_tasks_blocked()  # its write waits for the client
+            await conn.send(b'{"id":2}')  # taken along by the waiting writer: returns at once
+            scope.cancel()
+        release.set()
+        while b'{"id":2}\n' not in stream.writes:
+            await trio.testing.wait_all_tasks_blocked()
+    assert stream.writes == [b'{"id":1}\n', b'{"id":2}\n']
