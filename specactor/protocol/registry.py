@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import dis
 import inspect
-import math
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
@@ -22,6 +21,7 @@ from msgspec import UNSET, Raw
 from specactor.protocol.context import Completer, RequestContext
 from specactor.protocol.envelope import Encoded, envelope_ok, envelope_schema
 from specactor.protocol.errors import INVALID_PARAMS, ProtocolError, ProviderError, RateLimited, ToolError
+from specactor.protocol.finite import checker
 from specactor.protocol.schema import check_input_type, find_issue, issue_from_msgspec, json_type, schema_of
 from specactor.protocol.uritemplate import UriTemplate
 from specactor.wire.codec import any_decoder, decoder_for, encode
@@ -175,7 +175,7 @@ class Registry:
         check_input_type(input)
         input_schema = schema_of(input)
         decoder = decoder_for(input)
-        check_finite = output is not None and _has_numbers(schema_of(output))
+        check_finite = checker(output) if output is not None and _has_numbers(schema_of(output)) else None
 
         def register(fn: ToolHandler[In, Any]) -> ToolHandler[In, Any]:
             async def handle(raw: Raw, ctx: RequestContext) -> CallToolResult:
@@ -184,7 +184,7 @@ class Registry:
                 if not envelope:
                     assert isinstance(out, CallToolResult)
                     return out
-                if check_finite and not _finite(out.data if type(out) is Encoded else out):
+                if check_finite is not None and not check_finite(out.data if type(out) is Encoded else out):
                     raise ToolError("INTERNAL", f"tool '{name}' produced a number JSON cannot carry (infinite or NaN)")
                 return envelope_ok(out)
 
@@ -288,19 +288,6 @@ def _has_numbers(schema: Any) -> bool:
     if isinstance(schema, list):
         return any(_has_numbers(v) for v in schema)
     return False
-
-
-def _finite(value: Any) -> bool:
-    """False when `value` holds an infinite or NaN float (msgspec would write it as null)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, msgspec.Struct):
-        return all(_finite(getattr(value, f)) for f in value.__struct_fields__)
-    if isinstance(value, (list, tuple)):
-        return all(_finite(v) for v in value)
-    if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
-    return True
 
 
 def prompt_arguments(args: type[msgspec.Struct]) -> list[PromptArgument]:
