@@ -337,8 +337,10 @@ def finishes(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalP
     read transaction; each its own outcome. The transaction's generation is read once for all of them, and
     the searches that scan one scope's vectors score them with one matrix product (`_score_together`)."""
     current = generation(conn)
+    semantic: dict[tuple[tuple[Layer, str], ...], LexicalPass] = {}  # one pass for the semantic searches of a scope
     passes = _each(conn, [
-        functools.partial(_current_pass, spec=spec, lex=lex, lexicon=lexicon, current=current) for spec, lex in work])
+        functools.partial(_current_pass, spec=spec, lex=lex, lexicon=lexicon, current=current, semantic=semantic)
+        for spec, lex in work])
     together = _score_together(conn, work, passes, vectors) if vectors is not None and len(work) > 1 else {}
     out: list[outcome.Outcome[MemorySearchOut]] = []
     for i, ((spec, _), lex) in enumerate(zip(work, passes, strict=True)):
@@ -351,10 +353,19 @@ def finishes(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalP
 
 
 def _current_pass(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass | None, lexicon: Lexicon | None,
-                  current: int) -> LexicalPass:
-    """`lex` when it is of this transaction's generation; otherwise the search's lexical pass, run now."""
-    return lex if lex is not None and lex.generation == current else lexical_pass(conn, spec, lexicon,
-                                                                                     current=current)
+                  current: int, semantic: dict[tuple[tuple[Layer, str], ...], LexicalPass]) -> LexicalPass:
+    """`lex` when it is of this transaction's generation; otherwise the search's lexical pass, run now. A
+    semantic search's pass finds no words: it is its scopes' rows only, the same for every semantic search of
+    those scopes in the transaction (`semantic`, filled as they come; nothing changes a pass once made)."""
+    if lex is not None and lex.generation == current:
+        return lex
+    if spec.mode != "semantic":
+        return lexical_pass(conn, spec, lexicon, current=current)
+    key = tuple(spec.scopes)
+    found = semantic.get(key)
+    if found is None:
+        found = semantic[key] = lexical_pass(conn, spec, lexicon, current=current)
+    return found
 
 
 def _score_together(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, LexicalPass | None]],
@@ -364,13 +375,21 @@ def _score_together(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, L
     whose matrix cannot be had here is left out: it gets it, or its error, on its own in `_rank`."""
     asked: list[tuple[int, int, Matrix, Doubles]] = []  # search, scope, matrix, unit query
     queries: dict[int, Doubles] = {}
+    matrices: dict[tuple[int, int, int], Matrix | None] = {}  # (scope, next_seq, dims): one look each
+
+    def matrix_of(scope: int, next_seq: int, dims: int) -> Matrix | None:
+        key = (scope, next_seq, dims)
+        if key not in matrices:
+            matrices[key] = vectors.matrix(conn, scope, next_seq, dims)
+        return matrices[key]
+
     for i, ((spec, _), lex) in enumerate(zip(work, passes, strict=True)):
         if (spec.query_vector is None or not spec.query_vector or spec.mode == "lexical" or _pruned(spec)
                 or not isinstance(lex, outcome.Value)):
             continue
         dims = len(spec.query_vector)
         try:
-            mine = [(part.scope, vectors.matrix(conn, part.scope, part.next_seq, dims)) for part in lex.value.scopes]
+            mine = [(part.scope, matrix_of(part.scope, part.next_seq, dims)) for part in lex.value.scopes]
         except Exception:  # the search meets it again in `_rank`, and fails alone there
             continue
         if any(matrix is None for _, matrix in mine):  # no numpy: every search scores in Python

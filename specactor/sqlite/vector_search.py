@@ -67,7 +67,7 @@ def scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: Sequ
 
     from specactor.domain.memory import vectors as vec
 
-    rows = np.arange(len(matrix), dtype=np.intp)
+    rows: vec.Indices | None = None  # None: every row (no tag filter)
     if tags:
         marks = ", ".join("?" * len(tags))
         tagged = [r for (r,) in conn.execute(
@@ -77,22 +77,25 @@ def scan(conn: sqlite3.Connection, spec: SearchSpec, matrix: Matrix, query: Sequ
     q64 = np.asarray(query, dtype=np.float64)
     # Unclipped below 0: a row whose cosine is clearly negative is clearly out (score 0), and is not
     # rescored as one within the float32 error of the threshold 0 would be.
-    dots = (matrix.dots(q64.astype(np.float32)) if dots is None else dots)[rows]
+    every = matrix.dots(q64.astype(np.float32)) if dots is None else dots
+    dots = every if rows is None else every[rows]
     approx: Any = np.minimum(dots, 1.0)
-    lex = np.zeros(rows.shape[0], dtype=np.float64)
+    lex: vec.Doubles | None = None
     rest: list[tuple[float, int]] = []  # rows with words and no vector of the query's length
     if spec.mode == "hybrid":
+        lex = np.zeros(dots.shape[0], dtype=np.float64)
         at, missing = matrix.index_of(list(lexical))
-        where = np.searchsorted(rows, at)  # `rows` is sorted and holds every row the lexical pass found
+        # `rows` is sorted and holds every row the lexical pass found
+        where = at if rows is None else np.searchsorted(rows, at)
         lex[where] = [lexical[int(r)] for r in matrix.rowids[at]]
         approx = np.where(lex > 0.0, (lex + vec.clip(dots)) / 2.0, approx / 2.0)
         rest = [(scoring.fuse("hybrid", lexical[r], 0.0), r) for r in missing]
 
     def exact(picked: vec.Indices) -> vec.Doubles:
-        scores = vec.clip(matrix.exact(rows[picked], q64))
-        return (lex[picked] + scores) / 2.0 if spec.mode == "hybrid" else scores
+        scores = vec.clip(matrix.exact(picked if rows is None else rows[picked], q64))
+        return (lex[picked] + scores) / 2.0 if lex is not None else scores
 
-    count, best = vec.select(approx, matrix.rowids[rows], exact, threshold=spec.threshold, limit=spec.limit,
-                             error=vec.margin(matrix.dims))
+    count, best = vec.select(approx, matrix.rowids if rows is None else matrix.rowids[rows], exact,
+                             threshold=spec.threshold, limit=spec.limit, error=vec.margin(matrix.dims))
     passing = [(s, r) for s, r in rest if s >= spec.threshold and s > 0.0]
     return count + len(passing), best + passing
