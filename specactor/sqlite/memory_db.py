@@ -261,11 +261,12 @@ def _pruned(spec: SearchSpec) -> bool:
 
 @dataclass(frozen=True)
 class _Scored:
-    """A search's unit query (`vector_search.unit_query`) and, per scope, the matrix and that query's dots
-    with it, computed with the other searches of its chunk (`_score_together`)."""
+    """A search's unit query (`vector_search.unit_query`) and, per scope it looks at, the matrix and (when it
+    scans every vector) that query's dots with it, computed with the other searches of its chunk
+    (`_score_together`). A pruned search looks only at the scopes where its lexical pass found rows."""
 
     query: Doubles
-    scopes: dict[int, tuple[Matrix, Floats]]
+    scopes: dict[int, tuple[Matrix, Floats | None]]
 
 
 def _rank(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
@@ -281,20 +282,25 @@ def _rank(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
              else None)
     for part in lex.scopes:
         layer, lexical, lo, hi = part.layer, part.lexical, part.lo, part.hi
-        if scored is not None:  # every scope's vectors, scored with the chunk's other searches
-            scanned, dots = scored.scopes[part.scope]
-            count, best = scan(conn, spec, scanned, scored.query, lexical, tags, lo, hi, dots)
-            total += count
-            found += [(PRECEDENCE[layer], -score, -rowid) for score, rowid in best]
-            continue
-        matrix = (vectors.matrix(conn, part.scope, part.next_seq, len(query))
-                  if vectors is not None and query and (lexical or not pruned) else None)
+        semantic: dict[int, float] = {}
+        if scored is not None:  # the matrices and dots from the chunk's pass over them (`_score_together`)
+            seen = scored.scopes.get(part.scope)
+            if seen is not None and not pruned:
+                count, best = scan(conn, spec, seen[0], scored.query, lexical, tags, lo, hi, seen[1])
+                total += count
+                found += [(PRECEDENCE[layer], -score, -rowid) for score, rowid in best]
+                continue
+            if seen is not None:  # pruned: the cosines of the lexical pass's finds only
+                semantic = cosines(seen[0], scored.query, lexical)
+            matrix = None
+        else:
+            matrix = (vectors.matrix(conn, part.scope, part.next_seq, len(query))
+                      if vectors is not None and query and (lexical or not pruned) else None)
         if matrix is not None and query is not None and not pruned:
             count, best = scan(conn, spec, matrix, query, lexical, tags, lo, hi)
             total += count
             found += [(PRECEDENCE[layer], -score, -rowid) for score, rowid in best]
             continue
-        semantic: dict[int, float] = {}
         if matrix is not None and query is not None:  # pruned: the cosines of the lexical pass's finds only
             semantic = cosines(matrix, query, lexical)
         elif query is not None and (lexical or not pruned):
@@ -383,23 +389,30 @@ def _score_together(conn: sqlite3.Connection, work: Sequence[tuple[SearchSpec, L
             matrices[key] = vectors.matrix(conn, scope, next_seq, dims)
         return matrices[key]
 
+    pruned: list[tuple[int, int, Matrix]] = []  # search, scope, matrix: the lexical finds' cosines only
     for i, ((spec, _), lex) in enumerate(zip(work, passes, strict=True)):
-        if (spec.query_vector is None or not spec.query_vector or spec.mode == "lexical" or _pruned(spec)
+        if (spec.query_vector is None or not spec.query_vector or spec.mode == "lexical"
                 or not isinstance(lex, outcome.Value)):
             continue
-        dims = len(spec.query_vector)
+        dims, only_finds = len(spec.query_vector), _pruned(spec)
         try:
-            mine = [(part.scope, matrix_of(part.scope, part.next_seq, dims)) for part in lex.value.scopes]
+            mine = [(part.scope, matrix_of(part.scope, part.next_seq, dims)) for part in lex.value.scopes
+                    if part.lexical or not only_finds]
         except Exception:  # the search meets it again in `_rank`, and fails alone there
             continue
         if any(matrix is None for _, matrix in mine):  # no numpy: every search scores in Python
             return {}
         queries[i] = query = unit_query(spec.query_vector)
-        asked += [(i, scope, matrix, query) for scope, matrix in mine if matrix is not None]
+        if only_finds:
+            pruned += [(i, scope, matrix) for scope, matrix in mine if matrix is not None]
+        else:
+            asked += [(i, scope, matrix, query) for scope, matrix in mine if matrix is not None]
     dots = shared_dots([(matrix, query) for _, _, matrix, query in asked])
     together = {i: _Scored(query, {}) for i, query in queries.items()}
     for (i, scope, matrix, _), d in zip(asked, dots, strict=True):
         together[i].scopes[scope] = (matrix, d)
+    for i, scope, matrix in pruned:
+        together[i].scopes[scope] = (matrix, None)
     return together
 
 

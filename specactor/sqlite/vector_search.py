@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from specactor.domain.memory.vectors import Doubles, Floats, Matrix
 
 
-def cosines(matrix: Matrix, query: list[float], rowids: Iterable[int]) -> dict[int, float]:
+def cosines(matrix: Matrix, query: Sequence[float] | Doubles, rowids: Iterable[int]) -> dict[int, float]:
     """The exact cosines of those of `rowids` with a vector in `matrix` (`scoring.unit_cosine`'s, to ~1e-15)."""
     import numpy as np
 
