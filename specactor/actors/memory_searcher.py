@@ -14,9 +14,9 @@ and serves them together:
 - each trip to the store carries up to CHUNK searches, one read transaction for all of them, so
   both readers work and the answers go out chunk by chunk;
 - with a worker pool (`pool`), the chunks' finishes that overlap run in its worker processes
-  (`sqlite/search_task.py`), on the other cores: this process's one interpreter then only answers them;
-  a burst is then cut into one chunk per worker (`_chunk_size`), since each trip to a worker costs more
-  of this process's time than a search does.
+  (`sqlite/search_task.py`), on the other cores: this process's one interpreter then only answers them.
+  A burst's chunks all go there (none runs in-process beside the answers); chunks of CHUNK, not one
+  per worker: a static cut leaves a worker idle while the other finishes a heavy piece.
 
 A failed embeddings request fails each search that needed its vector with that request's error
 (RATE_LIMITED, PROVIDER_ERROR: the tool layer's retries resend the search); a search that fails in
@@ -133,23 +133,13 @@ class MemorySearcher:
                     vectors.done.set()
                 at = 0  # where each chunk's vectors start among `wanting`'s
                 async with trio.open_nursery() as chunks:
-                    size = self._chunk_size(len(batch))
-                    for start in range(0, len(batch), size):
-                        chunk = batch[start:start + size]
-                        chunks.start_soon(self._chunk, chunk, at, vectors, len(batch) > size)
+                    for start in range(0, len(batch), CHUNK):
+                        chunk = batch[start:start + CHUNK]
+                        chunks.start_soon(self._chunk, chunk, at, vectors, len(batch) > CHUNK)
                         at += sum(self._needs_vector(letter.body.spec) for letter in chunk)
                 # Every search is answered: one still waiting for the vectors failed in the store already,
                 # so a request still out is wanted by nobody.
                 nursery.cancel_scope.cancel()
-
-    def _chunk_size(self, searches: int) -> int:
-        """Searches per chunk: CHUNK (the store's readers' batch); a burst the pool's workers score is cut
-        into one piece per worker (at least two, so that one piece is answered while the next is scored):
-        each trip to a worker costs this process ~0.25 ms and a few scheduler passes, a search ~0.05 ms."""
-        pool = self.pool
-        if pool is None or pool.size < 1 or searches <= CHUNK:
-            return CHUNK
-        return -(-searches // max(2, pool.size))
 
     async def _embed(self, texts: list[str], vectors: _Vectors) -> None:
         assert self.embeddings is not None

@@ -227,7 +227,6 @@ class _NoPool:
     """A worker pool no search may reach: nothing but the store may open a database it has not opened."""
 
     calls = 0
-    size = 2
 
     async def call(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1

@@ -142,10 +142,7 @@ async def test_a_burst_scored_in_pool_workers_answers_as_each_search_alone(
 
 
 class _Failing:
-    """A pool of two workers whose first job's worker dies, as `WorkerPool` reports a death; the next job runs
-    as asked."""
-
-    size = 2
+    """A pool whose first job's worker dies, as `WorkerPool` reports a death; the next job runs as asked."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -159,8 +156,6 @@ class _Failing:
 
 
 class _Hung:
-    size = 2
-
     def __init__(self) -> None:
         self.cancelled = False
 
@@ -195,33 +190,4 @@ async def test_a_worker_that_never_answers_is_given_up_on_and_its_searches_are_t
         got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "semantic") for q in QUERIES])
         assert all(isinstance(g, ActorTimeout) and "pool worker" in str(g) for g in got), got
         assert hung.cancelled
-        nursery.cancel_scope.cancel()
-
-
-
-class _Counting:
-    """A pool of `size` workers that runs each job in-process and records how many searches it carried."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.chunks: list[int] = []
-
-    async def call(self, task: Any, key: str, state: Any, payload: bytes, *, inline: Any,
-                   overlapping: bool = False) -> Any:
-        self.chunks.append(len(msgspec.msgpack.decode(payload)))
-        return await inline()
-
-
-@pytest.mark.parametrize(("workers", "searches", "chunks"), [(2, 40, [20, 20]), (1, 40, [20, 20]),
-                                                             (4, 40, [10, 10, 10, 10]), (2, 10, [10])])
-async def test_a_burst_for_the_pool_is_cut_into_one_chunk_per_worker(
-        tmp_path: Path, endpoint: Endpoint, workers: int, searches: int, chunks: list[int]) -> None:  # noqa: F811
-    async with trio.open_nursery() as nursery:
-        actors = await searcher_with(tmp_path, nursery, endpoint.url, MEMORIES)
-        pool = _Counting(workers)
-        actors.searcher.pool = pool  # type: ignore[assignment]
-        queries = (QUERIES * searches)[:searches]
-        got = await served(actors, [SearchSpec(q, SCOPES, 10, 0.0, [], "semantic") for q in queries])
-        assert all(isinstance(g, MemorySearchOut) for g in got)
-        assert sorted(pool.chunks) == chunks
         nursery.cancel_scope.cancel()
