@@ -248,9 +248,7 @@ def finish(conn: sqlite3.Connection, spec: SearchSpec, lex: LexicalPass,
     this transaction already), the whole search runs again here.
     """
     current = generation(conn) if current is None else current
-    if lex.generation != current:
-        lex = lexical_pass(conn, spec, lexicon, current=current)
-    return _rank(conn, spec, lex, vectors)
+    return _rank(conn, spec, _current_pass(conn, spec, lex, lexicon, current, {}), vectors)
 
 
 def _pruned(spec: SearchSpec) -> bool:
